@@ -1,0 +1,1 @@
+"""Adapters at the edge: files, HTTP, the vector index, Kubernetes objects."""

@@ -1,0 +1,202 @@
+"""Read RemediationRequest, Incident and Playbook documents from YAML files, directories or stdin.
+
+Every error names the file, the document's position (1-based) and the field, e.g.
+``data/requests/bad.yaml, document 2 (RemediationRequest restart-api): spec.target.name:
+required field is missing``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import ValidationError
+
+from precedent.errors import LoadError, describe_validation
+from precedent.models import API_GROUP, Incident, Playbook, RemediationRequestSpec
+
+__all__ = [
+    "Document",
+    "NamedRequest",
+    "iter_documents",
+    "load_incidents",
+    "load_playbooks",
+    "load_requests",
+]
+
+_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One YAML document and where it came from."""
+
+    source: str
+    index: int
+    body: dict[str, Any]
+
+    @property
+    def kind(self) -> str:
+        """The document's ``kind`` ('' if absent)."""
+        kind = self.body.get("kind")
+        return kind if isinstance(kind, str) else ""
+
+    @property
+    def name(self) -> str:
+        """``metadata.name`` ('' if absent)."""
+        meta = self.body.get("metadata")
+        name = meta.get("name") if isinstance(meta, dict) else None
+        return name if isinstance(name, str) else ""
+
+    @property
+    def namespace(self) -> str | None:
+        """``metadata.namespace``, if any."""
+        meta = self.body.get("metadata")
+        ns = meta.get("namespace") if isinstance(meta, dict) else None
+        return ns if isinstance(ns, str) else None
+
+    @property
+    def where(self) -> str:
+        """``file, document N (Kind name)`` for messages."""
+        what = " ".join(p for p in (self.kind, self.name) if p)
+        return f"{self.source}, document {self.index}" + (f" ({what})" if what else "")
+
+    def error(self, message: str) -> LoadError:
+        """A LoadError that names this document."""
+        return LoadError(f"{self.where}: {message}")
+
+
+@dataclass(frozen=True, slots=True)
+class NamedRequest:
+    """A RemediationRequest's identity and validated spec."""
+
+    name: str
+    namespace: str | None
+    spec: RemediationRequestSpec
+    source: str
+
+
+def _files(path: Path) -> list[Path]:
+    if path.is_dir():
+        return sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in _SUFFIXES)
+    if path.is_file():
+        return [path]
+    raise LoadError(f"{path}: no such file or directory")
+
+
+def _parse(text: str, source: str) -> Iterator[Document]:
+    try:
+        raw = list(yaml.safe_load_all(text))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise LoadError(f"{source}:{where}: not valid YAML: {problem}") from None
+    index = 0
+    for body in raw:
+        if body is None:  # empty document between two '---'
+            continue
+        index += 1
+        if not isinstance(body, dict):
+            raise LoadError(
+                f"{source}, document {index}: expected a mapping, got {type(body).__name__}"
+            )
+        if body.get("kind") == "List" and isinstance(body.get("items"), list):
+            for item in body["items"]:
+                if not isinstance(item, dict):
+                    raise LoadError(f"{source}, document {index}: List item is not a mapping")
+                yield Document(source, index, item)
+            continue
+        yield Document(source, index, body)
+
+
+def iter_documents(paths: Iterable[str | Path]) -> Iterator[Document]:
+    """Documents from files, directories (recursively: .yaml, .yml, .json) or ``-`` (stdin)."""
+    for entry in paths:
+        if str(entry) == "-":
+            yield from _parse(sys.stdin.read(), "<stdin>")
+            continue
+        for file in _files(Path(entry)):
+            try:
+                text = file.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise LoadError(f"{file}: cannot read: {exc}") from None
+            yield from _parse(text, str(file))
+
+
+def _spec(doc: Document, expected_kind: str) -> dict[str, Any]:
+    if doc.kind != expected_kind:
+        found = f"kind {doc.kind!r}" if doc.kind else "no kind"
+        raise doc.error(f"expected kind {expected_kind!r}, found {found}")
+    api_version = doc.body.get("apiVersion")
+    if not isinstance(api_version, str) or not api_version.startswith(f"{API_GROUP}/"):
+        raise doc.error(f"apiVersion: expected {API_GROUP}/v1alpha1, found {api_version!r}")
+    spec = doc.body.get("spec")
+    if spec is None:
+        raise doc.error("spec: required field is missing")
+    if not isinstance(spec, dict):
+        raise doc.error(f"spec: expected a mapping, got {type(spec).__name__}")
+    return spec
+
+
+_M = TypeVar("_M", RemediationRequestSpec, Incident, Playbook)
+
+
+def _validate(doc: Document, model: type[_M], data: dict[str, Any]) -> _M:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise doc.error(describe_validation(exc, "spec")) from None
+
+
+def load_requests(paths: Iterable[str | Path]) -> list[NamedRequest]:
+    """Every document must be a RemediationRequest; any other kind is an error."""
+    requests = []
+    for doc in iter_documents(paths):
+        spec = _validate(doc, RemediationRequestSpec, _spec(doc, "RemediationRequest"))
+        requests.append(
+            NamedRequest(doc.name or f"request-{doc.index}", doc.namespace, spec, doc.where)
+        )
+    return requests
+
+
+def load_incidents(paths: Iterable[str | Path], *, strict_kind: bool = False) -> list[Incident]:
+    """Incident documents; other kinds are skipped unless ``strict_kind`` (data/ mixes kinds)."""
+    incidents: list[Incident] = []
+    seen: dict[str, str] = {}
+    for doc in iter_documents(paths):
+        if doc.kind != "Incident" and not strict_kind:
+            continue
+        incident = _validate(doc, Incident, _spec(doc, "Incident"))
+        if incident.id in seen:
+            raise doc.error(
+                f"spec.id: duplicate incident id {incident.id!r} (first in {seen[incident.id]})"
+            )
+        seen[incident.id] = doc.where
+        incidents.append(incident)
+    return incidents
+
+
+def load_playbooks(paths: Iterable[str | Path], *, strict_kind: bool = False) -> list[Playbook]:
+    """Playbook documents; the playbook id is ``metadata.name``."""
+    playbooks: list[Playbook] = []
+    seen: dict[str, str] = {}
+    for doc in iter_documents(paths):
+        if doc.kind != "Playbook" and not strict_kind:
+            continue
+        spec = dict(_spec(doc, "Playbook"))
+        if not doc.name:
+            raise doc.error("metadata.name: required field is missing")
+        spec.setdefault("id", doc.name)
+        playbook = _validate(doc, Playbook, spec)
+        if playbook.id in seen:
+            raise doc.error(
+                f"metadata.name: duplicate playbook {playbook.id!r} (first in {seen[playbook.id]})"
+            )
+        seen[playbook.id] = doc.where
+        playbooks.append(playbook)
+    return playbooks

@@ -1,0 +1,49 @@
+"""A history snapshot: the incidents, their rule matrix and a fingerprint of their content."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Sequence
+
+from precedent.core.similarity import RuleMatrix
+from precedent.models import Incident
+
+__all__ = ["DuplicateIncidentError", "History"]
+
+
+class DuplicateIncidentError(ValueError):
+    """Two incidents share an id."""
+
+
+class History:
+    """An immutable snapshot of past incidents, ready to score against."""
+
+    def __init__(self, incidents: Sequence[Incident]) -> None:
+        seen: set[str] = set()
+        for incident in incidents:
+            if incident.id in seen:
+                raise DuplicateIncidentError(f"duplicate incident id {incident.id!r}")
+            seen.add(incident.id)
+        self.incidents: tuple[Incident, ...] = tuple(incidents)
+        self.rules = RuleMatrix(self.incidents)
+        self._positions = {incident.id: pos for pos, incident in enumerate(self.incidents)}
+        digest = hashlib.sha256()
+        for incident in sorted(self.incidents, key=lambda i: i.id):
+            digest.update(json.dumps(incident.model_dump(mode="json"), sort_keys=True).encode())
+        self.fingerprint = digest.hexdigest()
+
+    def __len__(self) -> int:
+        return len(self.incidents)
+
+    def __iter__(self) -> Iterator[Incident]:
+        return iter(self.incidents)
+
+    def position(self, incident_id: str) -> int | None:
+        """Index of an incident in this snapshot, or None."""
+        return self._positions.get(incident_id)
+
+    def get(self, incident_id: str) -> Incident | None:
+        """An incident by id, or None."""
+        pos = self._positions.get(incident_id)
+        return None if pos is None else self.incidents[pos]

@@ -1,0 +1,105 @@
+"""Policy: how dangerous an action is by kind, and whether a human must approve (seed 003).
+
+Actions are READ_ONLY, WRITE or ADMIN. Unknown actions are treated as ADMIN, the most
+restrictive level. Decision table: band high → Denied; medium → Escalated (approval
+required); low → Approved, except ADMIN actions, which always need approval. READ_ONLY actions
+change nothing and are approved whatever the history says. In audit-only mode the decision
+is recorded but nothing waits for approval.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from precedent.models import Band, Decision, PolicyResult
+
+__all__ = ["AccessLevel", "PolicyEngine", "PolicyOutcome"]
+
+AccessLevel = Literal["READ_ONLY", "WRITE", "ADMIN"]
+
+_READ_ONLY_PREFIXES = ("get_", "list_", "describe_", "collect_", "fetch_", "query_", "check_")
+_WRITE_ACTIONS = frozenset(
+    {
+        "restart_service",
+        "restart_pod",
+        "scale_down",
+        "scale_up",
+        "update_config",
+        "update_configmap",
+        "update_secret",
+        "rollback",
+        "rollout",
+        "patch_deployment",
+        "delete_pod",
+        "cordon_node",
+        "rotate_certificate",
+        "update_resource_limits",
+        "update_hpa",
+        "update_ingress",
+        "update_dns",
+        "apply_network_policy",
+    }
+)
+_ADMIN_ACTIONS = frozenset(
+    {
+        "delete_resource",
+        "modify_iam",
+        "modify_nsg",
+        "drain_node",
+        "upgrade_node_pool",
+        "failover_database",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyOutcome:
+    """The final decision and the policy part of the status."""
+
+    decision: Decision
+    policy: PolicyResult
+    note: str
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyEngine:
+    """Classifies actions and applies the decision table."""
+
+    enforce: bool = True
+    read_only: frozenset[str] = field(default_factory=frozenset)
+    write: frozenset[str] = _WRITE_ACTIONS
+    admin: frozenset[str] = _ADMIN_ACTIONS
+
+    def access_level(self, action: str) -> AccessLevel:
+        """READ_ONLY, WRITE or ADMIN; unknown actions are ADMIN."""
+        if action in self.read_only or action.startswith(_READ_ONLY_PREFIXES):
+            return "READ_ONLY"
+        if action in self.admin:
+            return "ADMIN"
+        if action in self.write:
+            return "WRITE"
+        return "ADMIN"
+
+    def decide(self, action: str, band: Band, risk_decision: Decision) -> PolicyOutcome:
+        """Combine the risk band's decision with the action's access level."""
+        level = self.access_level(action)
+        decision, note = risk_decision, ""
+        if level == "READ_ONLY":
+            decision, note = Decision.APPROVED, "read-only action: runs without approval"
+        elif level == "ADMIN" and band is Band.LOW:
+            decision, note = Decision.ESCALATED, "ADMIN action: always needs approval"
+        required = decision is Decision.ESCALATED
+        if not self.enforce:
+            approval = "audit-only" if required else None
+            return PolicyOutcome(
+                decision,
+                PolicyResult(access_level=level, approval_required=False, approval=approval),
+                note,
+            )
+        approval = "Pending" if required else None
+        return PolicyOutcome(
+            decision,
+            PolicyResult(access_level=level, approval_required=required, approval=approval),
+            note,
+        )

@@ -1,0 +1,64 @@
+"""SRI:Historical — the risk score from similar past incidents (seed 000).
+
+``score = best.similarity × weight[best.severity] + Σ others (similarity × weight × 0.20)``,
+capped at 100, with weights critical 100 / high 75 / medium 40 / low 10. Bands: 0–25 low →
+Approved, 26–60 medium → Escalated, 61–100 high → Denied (a score between two integers goes
+to the upper band only once it passes the lower band's top: 25.4 is medium, 25.0 is low).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from precedent.models import Band, Decision, Severity
+
+__all__ = [
+    "DIMINISHING_RETURNS",
+    "MAX_SCORE",
+    "SEVERITY_WEIGHTS",
+    "band_for",
+    "decision_for",
+    "sri_score",
+]
+
+SEVERITY_WEIGHTS: dict[Severity, float] = {
+    Severity.CRITICAL: 100.0,
+    Severity.HIGH: 75.0,
+    Severity.MEDIUM: 40.0,
+    Severity.LOW: 10.0,
+}
+DIMINISHING_RETURNS = 0.20
+MAX_SCORE = 100.0
+LOW_BAND_MAX = 25.0
+MEDIUM_BAND_MAX = 60.0
+
+
+def sri_score(similar: Sequence[tuple[float, Severity]]) -> float:
+    """Score ``(similarity, severity)`` pairs, most similar first, rounded to 0.1."""
+    if not similar:
+        return 0.0
+    (best_sim, best_sev), *rest = similar
+    score = best_sim * SEVERITY_WEIGHTS[best_sev]
+    score += sum(sim * SEVERITY_WEIGHTS[sev] * DIMINISHING_RETURNS for sim, sev in rest)
+    return round(min(score, MAX_SCORE), 1)
+
+
+def band_for(score: float) -> Band:
+    """Risk band for a score."""
+    if score <= LOW_BAND_MAX:
+        return Band.LOW
+    if score <= MEDIUM_BAND_MAX:
+        return Band.MEDIUM
+    return Band.HIGH
+
+
+_DECISIONS = {
+    Band.LOW: Decision.APPROVED,
+    Band.MEDIUM: Decision.ESCALATED,
+    Band.HIGH: Decision.DENIED,
+}
+
+
+def decision_for(band: Band) -> Decision:
+    """Seed 000's decision for a band."""
+    return _DECISIONS[band]

@@ -1,0 +1,353 @@
+"""Pydantic models: the custom resources' specs and the assessment written into status.
+
+Field names are snake_case in Python and camelCase on the wire (``alias_generator=to_camel``),
+so ``Incident.model_validate(yaml_spec)`` reads what ``kubectl apply`` stores and
+``assessment.model_dump(by_alias=True)`` writes what the CRD schema declares.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
+
+__all__ = [
+    "API_GROUP",
+    "API_VERSION",
+    "Alternative",
+    "Assessment",
+    "Band",
+    "Decision",
+    "EngineInfo",
+    "Incident",
+    "IncidentResource",
+    "Outcome",
+    "Playbook",
+    "PlaybookHistory",
+    "PlaybookSelection",
+    "PlaybookStep",
+    "PolicyResult",
+    "Recommendation",
+    "RemediationRequestSpec",
+    "RiskAssessment",
+    "Severity",
+    "Signal",
+    "SimilarIncident",
+    "SimilarityParts",
+    "Target",
+]
+
+API_GROUP = "precedent.dev"
+API_VERSION = "precedent.dev/v1alpha1"
+
+
+class WireModel(BaseModel):
+    """Base for every model that crosses the API: camelCase aliases, unknown fields rejected."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        extra="forbid",
+        str_strip_whitespace=True,
+    )
+
+
+class Severity(StrEnum):
+    """Severity of a past incident; seed 000 gives each a weight."""
+
+    CRITICAL = "critical"
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+
+
+class Outcome(StrEnum):
+    """How a past incident ended (seed 001's resolution status)."""
+
+    RESOLVED = "resolved"
+    PARTIAL = "partial"
+    UNRESOLVED = "unresolved"
+    UNKNOWN = "unknown"
+
+
+class Band(StrEnum):
+    """Risk band from the SRI score (seed 000: 0–25 / 26–60 / 61–100)."""
+
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+
+
+class Decision(StrEnum):
+    """What the band means for the request."""
+
+    APPROVED = "Approved"
+    ESCALATED = "Escalated"
+    DENIED = "Denied"
+
+
+# ---------------------------------------------------------------------------------------------
+# RemediationRequest
+# ---------------------------------------------------------------------------------------------
+
+
+class Target(WireModel):
+    """The resource the action is aimed at."""
+
+    kind: str = Field(min_length=1, max_length=253, description="Resource type, e.g. Deployment.")
+    name: str = Field(min_length=1, max_length=253, description="Short name of the resource.")
+    namespace: str | None = Field(default=None, max_length=63, description="Namespace, if any.")
+    api_version: str | None = Field(default=None, max_length=253, description="API version.")
+    resource_id: str | None = Field(
+        default=None,
+        max_length=2048,
+        description="Full ARM or Kubernetes path; its last segments give the type and short name.",
+    )
+
+
+class Signal(WireModel):
+    """The alert or event that triggered the request."""
+
+    name: str = Field(max_length=253, description="Alert or event name.")
+    severity: str | None = Field(default=None, max_length=63, description="Alert severity.")
+    source: str | None = Field(default=None, max_length=253, description="Alerting system.")
+
+
+class RemediationRequestSpec(WireModel):
+    """The proposed action: ``spec`` of a RemediationRequest."""
+
+    action: str = Field(
+        min_length=1,
+        max_length=63,
+        pattern=r"^[a-z][a-z0-9_]*$",
+        description="Operation to run, snake_case, e.g. restart_service or scale_down.",
+    )
+    target: Target = Field(description="The resource the action is aimed at.")
+    description: str = Field(default="", max_length=8192, description="Free-text description.")
+    signal: Signal | None = Field(default=None, description="The triggering alert, if any.")
+    labels: dict[str, str] = Field(
+        default_factory=dict,
+        description="Context labels such as incident-type, environment, priority.",
+    )
+    domain: str | None = Field(default=None, max_length=63, description="Domain filter.")
+
+    @field_validator("action", mode="before")
+    @classmethod
+    def _lower_action(cls, value: Any) -> Any:
+        # RESTART_SERVICE and restart-service mean restart_service; one spelling keeps it exact.
+        if isinstance(value, str):
+            return value.strip().lower().replace("-", "_")
+        return value
+
+
+# ---------------------------------------------------------------------------------------------
+# Incident
+# ---------------------------------------------------------------------------------------------
+
+
+class IncidentResource(WireModel):
+    """The resource a past incident happened on."""
+
+    type: str = Field(min_length=1, max_length=253, description="Resource type.")
+    name: str = Field(min_length=1, max_length=253, description="Short resource name.")
+
+
+class Incident(WireModel):
+    """A past incident: the institutional memory the risk score is computed from."""
+
+    id: str = Field(min_length=1, max_length=63, description="Incident id, e.g. INC-2025-0847.")
+    title: str = Field(min_length=1, max_length=512, description="One-line summary.")
+    description: str = Field(default="", max_length=8192, description="What happened.")
+    action: str = Field(
+        default="", max_length=63, description="Operation that caused or preceded it."
+    )
+    resource: IncidentResource | None = Field(default=None, description="Affected resource.")
+    severity: Severity = Field(default=Severity.MEDIUM, description="critical/high/medium/low.")
+    tags: list[str] = Field(default_factory=list, max_length=64, description="Free tags.")
+    outcome: Outcome = Field(default=Outcome.UNKNOWN, description="How it ended.")
+    root_cause: str = Field(default="", max_length=4096, description="Root cause summary.")
+    resolution: str = Field(default="", max_length=4096, description="How it was resolved.")
+    recommended_procedure: str = Field(
+        default="", max_length=4096, description="What to do before repeating the action."
+    )
+    occurred_at: datetime | None = Field(default=None, description="When it started (UTC).")
+    resolution_hours: float | None = Field(default=None, ge=0, description="Hours to resolve.")
+    priority: Severity | None = Field(
+        default=None, description="Ticket priority; defaults to the severity."
+    )
+    domain: str | None = Field(default=None, max_length=63, description="Domain, for filtering.")
+    quality_score: float = Field(default=1.0, ge=0, le=1, description="Record quality 0–1.")
+
+    @field_validator("action", mode="before")
+    @classmethod
+    def _lower_action(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return value.strip().lower().replace("-", "_")
+        return value
+
+    @field_validator("severity", "priority", mode="before")
+    @classmethod
+    def _lower_severity(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return value.strip().lower()
+        return value
+
+    @property
+    def effective_priority(self) -> Severity:
+        """Priority for ranking: the recorded one, else the severity."""
+        return self.priority or self.severity
+
+    def text(self) -> str:
+        """The text an embedder sees: title, description, root cause and tags."""
+        parts = [self.title, self.description, self.root_cause, " ".join(self.tags)]
+        return "\n".join(p for p in parts if p)
+
+
+# ---------------------------------------------------------------------------------------------
+# Playbook
+# ---------------------------------------------------------------------------------------------
+
+
+class PlaybookStep(WireModel):
+    """One step of a playbook."""
+
+    name: str = Field(min_length=1, max_length=253, description="Step name.")
+    run: str = Field(default="", max_length=4096, description="What the step does or runs.")
+
+
+class PlaybookHistory(WireModel):
+    """Execution counts the catalog was seeded with (live counts go to status)."""
+
+    executions: int = Field(default=0, ge=0, description="How many times it ran.")
+    successes: int = Field(default=0, ge=0, description="How many of those succeeded.")
+
+
+class Playbook(WireModel):
+    """A remediation playbook from the catalog."""
+
+    id: str = Field(min_length=1, max_length=253, description="Playbook id (metadata.name).")
+    version: str = Field(min_length=1, max_length=63, description="Version, e.g. v1.2.")
+    description: str = Field(min_length=1, max_length=4096, description="What it does.")
+    actions: list[str] = Field(default_factory=list, max_length=32, description="Actions.")
+    labels: dict[str, list[str]] = Field(
+        default_factory=dict, description="Labels it is meant for: key → accepted values."
+    )
+    steps: list[PlaybookStep] = Field(default_factory=list, max_length=64, description="Steps.")
+    history: PlaybookHistory = Field(default_factory=PlaybookHistory, description="Counts.")
+
+    @field_validator("labels", mode="before")
+    @classmethod
+    def _labels_as_lists(cls, value: Any) -> Any:
+        # A single value is the common case in YAML; accept it as a one-element list.
+        if isinstance(value, dict):
+            return {k: [v] if isinstance(v, str) else v for k, v in value.items()}
+        return value
+
+
+# ---------------------------------------------------------------------------------------------
+# Assessment (becomes the RemediationRequest's status)
+# ---------------------------------------------------------------------------------------------
+
+
+class SimilarityParts(WireModel):
+    """The parts of one incident's similarity (seed 000's four dimensions, plus semantic)."""
+
+    action: float = Field(description="Action type part (0 or 0.40).")
+    resource_type: float = Field(description="Resource type part (0 or 0.30).")
+    resource_name: float = Field(description="Resource name part (0 or 0.20).")
+    tags: float = Field(description="Tag relevance part (0 or 0.10).")
+    rule: float = Field(description="Rule similarity: the sum of the four parts.")
+    semantic: float | None = Field(default=None, description="Embedding similarity, if used.")
+    counted: Literal["rule", "semantic"] = Field(
+        default="rule", description="Which similarity counted in the risk score."
+    )
+
+
+class SimilarIncident(WireModel):
+    """A past incident similar to the request."""
+
+    id: str = Field(description="Incident id.")
+    title: str = Field(description="Incident title.")
+    severity: Severity = Field(description="Incident severity.")
+    similarity: float = Field(description="Similarity that counted in the risk score, 0–1.")
+    parts: SimilarityParts = Field(description="How the similarity was made up.")
+    relevance: float | None = Field(
+        default=None, description="Ranking score for people (hybrid + rerank), 0–1."
+    )
+    outcome: Outcome = Field(default=Outcome.UNKNOWN, description="How it ended.")
+
+
+class RiskAssessment(WireModel):
+    """SRI:Historical result (seed 000)."""
+
+    score: float = Field(ge=0, le=100, description="SRI:Historical score, 0–100.")
+    band: Band = Field(description="low / medium / high.")
+    decision: Decision = Field(description="Approved / Escalated / Denied.")
+    reasoning: str = Field(description="Human-readable explanation.")
+    most_relevant_incident: str | None = Field(default=None, description="Top incident id.")
+    recommended_procedure: str | None = Field(
+        default=None, description="The top incident's recommended procedure."
+    )
+
+
+class PlaybookSelection(WireModel):
+    """The chosen playbook and why (seed 004)."""
+
+    id: str = Field(description="Playbook id.")
+    version: str = Field(description="Playbook version.")
+    confidence: float = Field(ge=0, le=1, description="0.4 semantic + 0.4 labels + 0.2 history.")
+    components: dict[str, float] = Field(description="semantic, labelMatch, historical.")
+    selection_method: Literal["data_driven", "fallback"] = Field(description="How it was chosen.")
+    rationale: str = Field(description="Why it was chosen.")
+
+
+class Alternative(WireModel):
+    """A runner-up playbook."""
+
+    id: str = Field(description="Playbook id.")
+    version: str = Field(description="Playbook version.")
+    confidence: float = Field(ge=0, le=1, description="Its confidence.")
+
+
+class Recommendation(WireModel):
+    """What to do when no playbook qualifies."""
+
+    action: Literal["manual_investigation"] = Field(description="Always manual_investigation.")
+    reason: str = Field(description="Why no playbook was chosen.")
+    suggested_actions: list[str] = Field(default_factory=list, description="Next steps.")
+
+
+class PolicyResult(WireModel):
+    """Access level of the action and whether it needs a human (seed 003)."""
+
+    access_level: Literal["READ_ONLY", "WRITE", "ADMIN"] = Field(description="Action class.")
+    approval_required: bool = Field(description="Whether a human must approve.")
+    approval: str | None = Field(default=None, description="Approval state, if any.")
+
+
+class EngineInfo(WireModel):
+    """What produced the answer, so a reader can tell two answers apart."""
+
+    version: str = Field(description="Precedent version.")
+    history_size: int = Field(description="Incidents in the history snapshot.")
+    similarity_mode: str = Field(description="rules | semantic | hybrid.")
+    embedder: str | None = Field(default=None, description="Embedder name, if used.")
+
+
+class Assessment(WireModel):
+    """Everything Precedent says about one request; written into its status."""
+
+    risk: RiskAssessment = Field(description="Risk score, band and decision.")
+    similar_incidents: list[SimilarIncident] = Field(
+        default_factory=list, description="Top similar incidents, most similar first."
+    )
+    similar_count: int = Field(default=0, description="How many incidents passed the threshold.")
+    playbook: PlaybookSelection | None = Field(default=None, description="Chosen playbook.")
+    alternatives: list[Alternative] = Field(default_factory=list, description="Runners-up.")
+    recommendation: Recommendation | None = Field(default=None, description="If none chosen.")
+    policy: PolicyResult | None = Field(default=None, description="Access level and approval.")
+    engine: EngineInfo = Field(description="What produced this answer.")
+    input_hash: str = Field(description="sha256 of the canonical spec and history snapshot.")
