@@ -16,6 +16,7 @@ from precedent.core.history import History
 from precedent.core.policy import PolicyEngine
 from precedent.errors import InputError, PrecedentError
 from precedent.models import Assessment
+from precedent.sandbox.cli import sandbox_command
 from precedent.settings import Settings
 
 __all__ = ["main"]
@@ -145,6 +146,8 @@ def _full(req: NamedRequest, assessment: Assessment) -> dict[str, Any]:
         "assessment": assessment.model_dump(mode="json", by_alias=True, exclude_none=True),
     }
 
+
+main.add_command(sandbox_command)
 
 if __name__ == "__main__":  # pragma: no cover
     main()
