@@ -45,6 +45,19 @@ _PATCH_TYPES = {
 }
 
 
+# libyaml's loader when present: the pure-Python one dominates a sandbox's start-up time.
+_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_PARSED: dict[tuple[str, float], list[Any]] = {}
+
+
+def _documents(path: Path) -> list[Any]:
+    # Parsed once per file version: test suites start many sandboxes from the same crds/.
+    key = (str(path), path.stat().st_mtime)
+    if key not in _PARSED:
+        _PARSED[key] = list(yaml.load_all(path.read_text(encoding="utf-8"), Loader=_YAML_LOADER))
+    return _PARSED[key]
+
+
 def load_crd_documents(directory: str | Path) -> list[dict[str, Any]]:
     """Every CustomResourceDefinition in the YAML/JSON files of ``directory`` (sorted by name)."""
     found: list[dict[str, Any]] = []
@@ -52,9 +65,9 @@ def load_crd_documents(directory: str | Path) -> list[dict[str, Any]]:
     for path in sorted(folder.iterdir()):
         if path.suffix not in (".yaml", ".yml", ".json") or not path.is_file():
             continue
-        for document in yaml.safe_load_all(path.read_text(encoding="utf-8")):
+        for document in _documents(path):
             if isinstance(document, dict) and document.get("kind") == "CustomResourceDefinition":
-                found.append(document)
+                found.append(json.loads(json.dumps(document)))
     return found
 
 
@@ -664,11 +677,12 @@ class Sandbox:
             self.api.make_app(),
             handle_signals=False,
             handler_cancellation=True,
+            shutdown_timeout=1.0,
             # Off by default: one log line per request would dominate a benchmark.
             access_log=logging.getLogger("aiohttp.access") if self.access_log else None,
         )
         await runner.setup()
-        site = web.TCPSite(runner, self.host, self.requested_port, shutdown_timeout=1.0)
+        site = web.TCPSite(runner, self.host, self.requested_port)
         await site.start()
         self._runner = runner
         address = runner.addresses[0]
