@@ -207,6 +207,21 @@ def test_get_watch_prints_changes(kubectl: Kubectl, tmp_path: Path) -> None:
             watch.terminate()
 
 
+def test_core_objects_apply_without_disabling_validation(kubectl: Kubectl, tmp_path: Path) -> None:
+    manifest = tmp_path / "namespace.yaml"
+    manifest.write_text("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-a\n")
+    assert "namespace/team-a created" in kubectl("apply", "-f", str(manifest)).stdout
+    request = (DATA / "request.yaml").read_text().replace("namespace: default", "namespace: team-a")
+    placed = tmp_path / "request.yaml"
+    placed.write_text(request)
+    kubectl("apply", "-f", str(placed))
+    everywhere = kubectl("get", "rr", "-A").stdout.splitlines()
+    assert everywhere[0].split()[:2] == ["NAMESPACE", "NAME"]
+    assert any(line.split()[:2] == ["team-a", "restart-payment-api"] for line in everywhere)
+    kubectl("delete", "namespace", "team-a")
+    assert kubectl("get", "rr", "-n", "team-a", "-o", "name").stdout == ""
+
+
 def test_describe_and_delete(kubectl: Kubectl) -> None:
     kubectl("apply", "-f", str(DATA / "playbook.yaml"))
     described = kubectl("describe", "pb", "restart-with-readiness-gate").stdout

@@ -80,6 +80,13 @@ async def test_aggregated_discovery_v2(api: httpx.AsyncClient) -> None:
 
 async def test_openapi_v3_says_patch_takes_field_validation(api: httpx.AsyncClient) -> None:
     paths = (await api.get("/openapi/v3")).json()["paths"]
+    core = (await api.get(paths["api/v1"]["serverRelativeURL"])).json()
+    assert (
+        core["paths"]["/api/v1/namespaces/{name}"]["patch"]["x-kubernetes-group-version-kind"][
+            "kind"
+        ]
+        == "Namespace"
+    )
     url = paths["apis/precedent.dev/v1alpha1"]["serverRelativeURL"]
     document = (await api.get(url)).json()
     item = document["paths"][

@@ -262,20 +262,19 @@ def openapi_document(
 
 
 def openapi_paths(types: Iterable[ResourceType]) -> dict[str, Any]:
-    """``/openapi/v3``: one entry per served group-version, with a content hash.
+    """``/openapi/v3``: one entry per served group-version (``api/v1`` for core), with a hash.
 
-    The core group (``api/v1``) is left out on purpose: kubectl then builds strategic merge
-    patches for core types from its compiled-in types instead of from a schema the sandbox
-    does not have.
+    Their PATCH operations list ``fieldValidation`` (so kubectl leaves validation to the
+    server) and no strategic-merge content type (so kubectl builds strategic merge patches for
+    core types from its compiled-in types, not from a schema the sandbox does not have).
     """
     listed = list(types)
     paths: dict[str, Any] = {}
     for group, versions in _group_versions(listed).items():
-        if not group:
-            continue
         for version in versions:
             document = openapi_document(listed, group, version)
             digest = hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()
-            url = f"/openapi/v3/apis/{group}/{version}?hash={digest[:32].upper()}"
-            paths[f"apis/{group}/{version}"] = {"serverRelativeURL": url}
+            key = f"apis/{group}/{version}" if group else f"api/{version}"
+            url = f"/openapi/v3/{key}?hash={digest[:32].upper()}"
+            paths[key] = {"serverRelativeURL": url}
     return {"paths": paths}

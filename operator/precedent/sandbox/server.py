@@ -236,10 +236,13 @@ class ApiServer:
         rest = parts[1:]
         if not rest:
             return _json_response(discovery.openapi_paths(self._types()))
+        document = None
         if rest[0] == "apis" and len(rest) == 3:
             document = discovery.openapi_document(self._types(), rest[1], rest[2])
-            if document is not None:
-                return _json_response(document)
+        elif rest[0] == "api" and len(rest) == 2:
+            document = discovery.openapi_document(self._types(), "", rest[1])
+        if document is not None:
+            return _json_response(document)
         raise api_errors.path_not_found()
 
     # -- resources -------------------------------------------------------------------------
