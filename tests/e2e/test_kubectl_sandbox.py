@@ -231,3 +231,15 @@ def test_describe_and_delete(kubectl: Kubectl) -> None:
     missing = kubectl("get", "pb", "restart-with-readiness-gate", check=False)
     assert missing.returncode != 0
     assert "NotFound" in missing.stderr
+
+
+def test_create_namespace_configmap_and_secret(kubectl: Kubectl) -> None:
+    # These commands send protobuf bodies; the sandbox reads those three kinds.
+    assert "namespace/tools created" in kubectl("create", "namespace", "tools").stdout
+    kubectl("create", "configmap", "settings", "-n", "tools", "--from-literal=mode=audit")
+    kubectl("create", "secret", "generic", "token", "-n", "tools", "--from-literal=key=s3cret")
+    mode = kubectl("get", "cm", "settings", "-n", "tools", "-o", "jsonpath={.data.mode}").stdout
+    assert mode == "audit"
+    secret = kubectl("get", "secret", "token", "-n", "tools", "-o", "json").stdout
+    assert json.loads(secret)["type"] == "Opaque"
+    assert json.loads(secret)["data"] == {"key": "czNjcmV0"}

@@ -24,6 +24,7 @@ from precedent.sandbox import discovery
 from precedent.sandbox import errors as api_errors
 from precedent.sandbox.errors import ApiError
 from precedent.sandbox.meta import FieldSelector, LabelSelector
+from precedent.sandbox.protobuf import decode_object
 from precedent.sandbox.registry import ResourceType
 from precedent.sandbox.store import Event, Store, Stored, Watcher, encode
 from precedent.sandbox.table import make_table
@@ -36,6 +37,7 @@ log = logging.getLogger(__name__)
 DEFAULT_CRDS_DIR = Path(__file__).resolve().parents[3] / "crds"
 
 _JSON = "application/json"
+_PROTOBUF = "application/vnd.kubernetes.protobuf"
 _PATCH_TYPES = {
     "application/merge-patch+json": "merge",
     "application/json-patch+json": "json",
@@ -354,8 +356,16 @@ class ApiServer:
         raise api_errors.method_not_allowed()
 
     async def _body(self, request: web.Request) -> Any:
-        text = await request.text()
         content_type = request.headers.get("Content-Type", _JSON).split(";")[0].strip()
+        if content_type == _PROTOBUF:
+            try:
+                decoded = decode_object(await request.read())
+            except (ValueError, IndexError, UnicodeDecodeError):
+                decoded = None
+            if decoded is None:
+                raise api_errors.unsupported_media_type(content_type)
+            return decoded
+        text = await request.text()
         if content_type in ("application/yaml", "application/x-yaml", "text/yaml"):
             return yaml.safe_load(text)
         if content_type not in (_JSON, "", "text/plain", "*/*"):

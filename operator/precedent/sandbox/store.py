@@ -70,6 +70,7 @@ OBJECT_META_FIELDS = frozenset(
         "managedFields",
     }
 )
+_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 # Set by the server only: carried over from the stored object on every update.
 _SERVER_META = (
     "uid",
@@ -266,9 +267,22 @@ class Store:
         return self.buckets[(rtype.group, rtype.plural)]
 
     def load_crd(self, crd: Obj) -> None:
-        """Create or update a CRD from a file at start-up (422 if it is not acceptable)."""
+        """Create or update a CRD from a file at start-up (422 if it is not acceptable).
+
+        The object is recorded as ``kubectl apply`` would have left it, so applying the same
+        file later reports ``unchanged`` rather than a missing-annotation warning.
+        """
         crds = self.lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")
-        name = crd.get("metadata", {}).get("name", "")
+        crd = copy.deepcopy(crd)
+        meta = crd.setdefault("metadata", {})
+        annotations = {k: v for k, v in (meta.get("annotations") or {}).items() if k != _APPLIED}
+        meta["annotations"] = annotations
+        applied = json.dumps(crd, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        # Go's encoder escapes these; kubectl compares the annotation byte for byte.
+        for char, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026")):
+            applied = applied.replace(char, escaped)
+        meta["annotations"] = {**annotations, _APPLIED: applied + "\n"}
+        name = meta.get("name", "")
         current = self.bucket(crds).objects.get("", {}).get(name)
         if current is None:
             self.create(crds, "", crd)
@@ -674,8 +688,8 @@ class Store:
             labels = obj["metadata"].setdefault("labels", {})
             if isinstance(labels, dict):
                 labels["kubernetes.io/metadata.name"] = obj["metadata"].get("name", "")
-        elif rtype.plural == "secrets":
-            obj.setdefault("type", "Opaque")
+        elif rtype.plural == "secrets" and not obj.get("type"):
+            obj["type"] = "Opaque"
 
     def _check_namespace(self, rtype: ResourceType, namespace: str, name: str) -> None:
         space = self.buckets[("", "namespaces")].objects.get("", {}).get(namespace)
