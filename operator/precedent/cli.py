@@ -67,7 +67,7 @@ def _history_paths(history: tuple[str, ...], settings: Settings) -> list[str]:
     if history:
         return list(history)
     default = settings.history_path
-    if not default.exists():
+    if default is None or not default.exists():
         raise InputError(
             f"no history at {default}: pass --history PATH or set PRECEDENT_HISTORY_PATH"
         )
