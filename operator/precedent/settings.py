@@ -30,6 +30,7 @@ class Settings(BaseSettings):
     top_similar: int = Field(
         default=5, ge=1, le=50, description="Similar incidents listed in the status."
     )
+
     @field_validator("history_path", mode="before")
     @classmethod
     def _empty_means_none(cls, value: object) -> object:
