@@ -49,14 +49,16 @@ def eventually(check: Callable[[], Any], attempts: int = 300) -> Any:
 @pytest.fixture
 def operator(tmp_path: Path) -> Iterator[str]:
     """A sandbox and a kopf operator process watching it; yields the sandbox URL."""
-    module = tmp_path / "operator.py"
-    module.write_text(OPERATOR)
+    (tmp_path / "sandbox_test_operator.py").write_text(OPERATOR)
     with SandboxThread() as sandbox:
         kubeconfig = sandbox.write_kubeconfig(tmp_path / "kubeconfig")
         log = (tmp_path / "kopf.log").open("w")
         process = subprocess.Popen(
-            [sys.executable, "-m", "kopf", "run", "--standalone", "--all-namespaces", str(module)],
-            env={**os.environ, "KUBECONFIG": str(kubeconfig)},
+            [
+                *(sys.executable, "-m", "kopf", "run", "--standalone", "--all-namespaces"),
+                *("-m", "sandbox_test_operator"),
+            ],
+            env={**os.environ, "KUBECONFIG": str(kubeconfig), "PYTHONPATH": str(tmp_path)},
             stdout=log,
             stderr=subprocess.STDOUT,
         )

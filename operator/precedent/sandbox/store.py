@@ -18,7 +18,7 @@ import json
 import logging
 import uuid
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -226,8 +226,6 @@ class Store:
         self.history_size = history_size
         self.types: dict[tuple[str, str], ResourceType] = {}
         self.buckets: dict[tuple[str, str], Bucket] = {}
-        # Called with no arguments whenever the set of served resources changes.
-        self.on_types_changed: list[Callable[[], None]] = []
         for rtype in BUILTINS():
             self._register(rtype)
         for name in ("default", "kube-system", "kube-public"):
@@ -243,8 +241,6 @@ class Store:
             self.buckets[key] = Bucket(rtype, self.history_size)
         else:
             bucket.rtype = rtype
-        for callback in self.on_types_changed:
-            callback()
 
     def _unregister(self, group: str, plural: str) -> None:
         self.types.pop((group, plural), None)
@@ -252,8 +248,6 @@ class Store:
         if bucket is not None:
             for watcher in list(bucket.watchers):
                 watcher.close()
-        for callback in self.on_types_changed:
-            callback()
 
     def lookup(self, group: str, version: str, plural: str) -> ResourceType:
         """The resource served at ``group/version/plural``; 404 if none."""
