@@ -47,6 +47,12 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     memo.config = config
 
 
+@kopf.on.login(id="login")
+def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
+    """In-cluster service account first, else the kubeconfig ($KUBECONFIG), read at login time."""
+    return kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+
+
 # -- history and catalog ----------------------------------------------------------------------
 # Index handlers run for every object of the initial listing before any other handler runs, so
 # no request is scored against a half-loaded history after a restart.

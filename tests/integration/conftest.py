@@ -1,0 +1,99 @@
+"""The real operator, in-process (kopf's KopfRunner), against the sandbox API server."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from kopf.testing import KopfRunner
+
+from precedent.demo import apply, object_path
+from precedent.sandbox import SandboxThread
+
+REPO = Path(__file__).resolve().parents[2]
+DATA = REPO / "data"
+
+
+def eventually(check: Callable[[], Any], timeout: float = 60.0) -> Any:
+    """Poll ``check`` until it returns something truthy; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.1)
+    raise AssertionError(f"not reached within {timeout:.0f} s")
+
+
+def condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    """The condition of type ``kind`` in an object's status, if any."""
+    for c in (obj.get("status") or {}).get("conditions") or []:
+        if c.get("type") == kind:
+            return dict(c)
+    return None
+
+
+def is_true(obj: dict[str, Any], kind: str) -> bool:
+    """Whether condition ``kind`` is True."""
+    found = condition(obj, kind)
+    return bool(found and found.get("status") == "True")
+
+
+class Cluster:
+    """A sandbox with the CRDs, an HTTP client, and a way to run the operator."""
+
+    def __init__(self, sandbox: SandboxThread, client: httpx.Client, kubeconfig: Path) -> None:
+        self.sandbox = sandbox
+        self.client = client
+        self.kubeconfig = kubeconfig
+
+    def create(self, body: dict[str, Any]) -> httpx.Response:
+        """POST an object; returns the response (callers check the status)."""
+        namespace = (
+            body["metadata"].get("namespace") if body["kind"] == "RemediationRequest" else None
+        )
+        if body["kind"] == "RemediationRequest" and namespace is None:
+            namespace = body["metadata"]["namespace"] = "default"
+        return self.client.post(object_path(body["kind"], namespace), json=body)
+
+    def get_request(self, name: str, namespace: str = "default") -> dict[str, Any]:
+        """GET a RemediationRequest."""
+        response = self.client.get(object_path("RemediationRequest", namespace, name))
+        response.raise_for_status()
+        return dict(response.json())
+
+    def wait_ready(self, name: str, timeout: float = 60.0) -> dict[str, Any]:
+        """Wait until the request is Ready (or fail), and return it."""
+        return dict(
+            eventually(lambda: (o := self.get_request(name)) and is_true(o, "Ready") and o, timeout)
+        )
+
+    def events_for(self, name: str) -> list[dict[str, Any]]:
+        """Kubernetes Events whose involved object is ``name``."""
+        items = self.client.get("/api/v1/namespaces/default/events").json()["items"]
+        return [e for e in items if e.get("involvedObject", {}).get("name") == name]
+
+    @contextmanager
+    def operator(self) -> Iterator[KopfRunner]:
+        """Run ``kopf run -m precedent.handlers`` in this process until the block ends."""
+        args = ["run", "-m", "precedent.handlers", "--all-namespaces", "--standalone"]
+        with KopfRunner(args, timeout=60) as runner:
+            yield runner
+        assert runner.exception is None or isinstance(runner.exception, SystemExit), runner.output
+
+
+@pytest.fixture
+def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
+    """Sandbox + CRDs + bundled incidents and playbooks; the operator reads the cluster only."""
+    with SandboxThread(REPO / "crds") as sandbox:
+        kubeconfig = sandbox.write_kubeconfig(tmp_path / "kubeconfig")
+        monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+        monkeypatch.setenv("PRECEDENT_HISTORY_PATH", "")
+        with httpx.Client(base_url=sandbox.url, timeout=30) as client:
+            apply(client, [DATA / "incidents", DATA / "playbooks"])
+            yield Cluster(sandbox, client, kubeconfig)
