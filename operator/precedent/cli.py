@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import click
 import yaml
 
+from precedent import retrieval_cli
 from precedent.adapters.loader import NamedRequest, load_incidents, load_requests
+from precedent.adapters.retrieval import build_neighbours, ranking_weights
 from precedent.core.assess import Assessor
 from precedent.core.history import History
 from precedent.core.policy import PolicyEngine
@@ -80,9 +83,16 @@ def main() -> None:
     show_default=True,
     help="table: one line per request; json/yaml: the full assessments.",
 )
-def score(paths: tuple[str, ...], history: tuple[str, ...], output: str) -> None:
+@click.option(
+    "--mode",
+    type=click.Choice(["rules", "semantic", "hybrid"]),
+    default=None,
+    help="Similarity mode. Default: $PRECEDENT_SIMILARITY_MODE or hybrid.",
+)
+def score(paths: tuple[str, ...], history: tuple[str, ...], output: str, mode: str | None) -> None:
     """Score RemediationRequest documents in PATHS (files, directories, or - for stdin)."""
     settings = Settings()
+    chosen = mode or settings.similarity_mode
     try:
         requests = load_requests(paths)
         if not requests:
@@ -90,11 +100,16 @@ def score(paths: tuple[str, ...], history: tuple[str, ...], output: str) -> None
         snapshot = load_history(_history_paths(history, settings))
         assessor = Assessor(
             snapshot,
+            mode=chosen,  # type: ignore[arg-type]
+            semantic=None if chosen == "rules" else build_neighbours(settings),
             threshold=settings.similarity_threshold,
             top_k=settings.top_similar,
+            semantic_k=settings.semantic_k,
+            ranking=ranking_weights(settings),
             policy=PolicyEngine(enforce=settings.policy_mode == "enforce"),
         )
-        results = [(req, assessor.assess(req.spec)) for req in requests]
+        now = datetime.now(UTC)
+        results = [(req, assessor.assess(req.spec, now=now)) for req in requests]
     except PrecedentError as exc:
         _fail(str(exc))
         return
@@ -111,7 +126,8 @@ def score(paths: tuple[str, ...], history: tuple[str, ...], output: str) -> None
 def _score_table(results: Sequence[tuple[NamedRequest, Assessment]]) -> str:
     rows = []
     for req, a in results:
-        top = a.similar_incidents[0] if a.similar_incidents else None
+        top_id = a.risk.most_relevant_incident
+        top = next((s for s in a.similar_incidents if s.id == top_id), None)
         rows.append(
             [
                 req.name,
@@ -119,7 +135,7 @@ def _score_table(results: Sequence[tuple[NamedRequest, Assessment]]) -> str:
                 f"{a.risk.score:g}",
                 a.risk.band.value,
                 a.risk.decision.value,
-                top.id if top else "-",
+                top_id or "-",
                 f"{top.similarity:.2f}" if top else "-",
                 str(a.similar_count),
             ]
@@ -145,6 +161,11 @@ def _full(req: NamedRequest, assessment: Assessment) -> dict[str, Any]:
         "assessment": assessment.model_dump(mode="json", by_alias=True, exclude_none=True),
     }
 
+
+main.add_command(retrieval_cli.search_command)
+main.add_command(retrieval_cli.eval_command)
+main.add_command(retrieval_cli.index_command)
+main.add_command(retrieval_cli.fetch_model_command)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Literal
 
 import numpy as np
@@ -16,6 +17,7 @@ import numpy.typing as npt
 
 from precedent.core.history import History
 from precedent.core.normalize import ProposedAction
+from precedent.core.ranking import RankingWeights, rank_score
 from precedent.core.risk import band_for, decision_for, sri_score
 from precedent.core.similarity import SIMILARITY_THRESHOLD, RuleParts
 from precedent.models import (
@@ -49,11 +51,16 @@ def evaluate_history(
     semantic: Mapping[int, float] | None = None,
     threshold: float = SIMILARITY_THRESHOLD,
     top_k: int = 5,
+    ranking: RankingWeights | None = None,
+    now: datetime | None = None,
 ) -> HistoricalResult:
     """Score ``action`` against ``history``.
 
     ``semantic`` maps incident positions to embedding similarity (0–1) for the neighbours the
-    vector index returned; incidents it omits have semantic similarity 0.
+    vector index returned; incidents it omits have semantic similarity 0. The risk score and
+    the most relevant incident follow the similarity; the listed similar incidents are ordered
+    for people by ``rank_score`` (seed 002's hybrid score × seed 001's boosts, measured from
+    ``now``).
     """
     n = len(history)
     rules = history.rules.score(action)
@@ -81,14 +88,28 @@ def evaluate_history(
     band = band_for(score)
     decision = decision_for(band)
 
+    ranked = []
+    for p in ordered:
+        incident = history.incidents[p]
+        rank = rank_score(
+            incident,
+            float(combined[p]),
+            resource_name=action.resource_name,
+            now=now,
+            weights=ranking,
+        )
+        ranked.append((-rank.uncapped, p, rank.relevance))
+    ranked.sort(key=lambda r: (r[0], *sort_key(r[1])))
     similar = [
         _to_similar_incident(
             history.incidents[p],
             float(combined[p]),
             rules.parts(p),
             float(sem[p]) if mode != "rules" else None,
+            relevance,
+            mode,
         )
-        for p in ordered[:top_k]
+        for _, p, relevance in ranked[:top_k]
     ]
     top = history.incidents[ordered[0]] if ordered else None
     risk = RiskAssessment(
@@ -105,11 +126,19 @@ def evaluate_history(
 
 
 def _to_similar_incident(
-    incident: Incident, similarity: float, parts: RuleParts, semantic: float | None
+    incident: Incident,
+    similarity: float,
+    parts: RuleParts,
+    semantic: float | None,
+    relevance: float,
+    mode: SimilarityMode,
 ) -> SimilarIncident:
     rule = parts.total
+    # Hybrid: the larger one counted (a tie goes to the rule, the explainable one).
     counted: Literal["rule", "semantic"] = (
-        "semantic" if semantic is not None and semantic > rule else "rule"
+        "semantic"
+        if mode == "semantic" or (mode == "hybrid" and semantic is not None and semantic > rule)
+        else "rule"
     )
     return SimilarIncident(
         id=incident.id,
@@ -125,6 +154,7 @@ def _to_similar_incident(
             semantic=None if semantic is None else round(semantic, 4),
             counted=counted,
         ),
+        relevance=relevance,
         outcome=incident.outcome,
     )
 
