@@ -236,9 +236,11 @@ class FaissIncidentIndex:
             faiss.ScalarQuantizer.QT_8bit,
             faiss.METRIC_INNER_PRODUCT,
         )
-        # 64 points per list is plenty for k-means on unit vectors and keeps training short.
+        # 32 points per list and 10 k-means iterations keep training to about a minute at 1M
+        # on two cores; more moved recall@10 by less than a point in the benchmark.
+        index.cp.niter = 10
         rng = np.random.default_rng(0)
-        sample = vectors[rng.choice(n, size=min(n, nlist * 64), replace=False)]
+        sample = vectors[rng.choice(n, size=min(n, nlist * 32), replace=False)]
         with _threads(os.cpu_count() or 1):
             index.train(sample)
             index.add_with_ids(vectors, labels)
