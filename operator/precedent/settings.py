@@ -43,7 +43,7 @@ class Settings(BaseSettings):
         "model_dir (extra 'semantic'); http: an OpenAI-compatible embeddings endpoint.",
     )
     embedding_dimension: int = Field(
-        default=1024, ge=16, le=65536, description="Vector length of the lexical embedder."
+        default=512, ge=16, le=65536, description="Vector length of the lexical embedder."
     )
     model_dir: Path | None = Field(
         default=None,

@@ -79,7 +79,7 @@ def test_eval_table_output() -> None:
         "HIT@5",
         "MAP@10",
     ]
-    assert out.splitlines()[1].startswith("hybrid   lexical-1024")
+    assert out.splitlines()[1].startswith("hybrid   lexical-512")
 
 
 @pytest.mark.parametrize(
@@ -189,7 +189,7 @@ def test_search_errors() -> None:
 def test_index_builds_saves_and_reports_stats(tmp_path: Path) -> None:
     code, out, _ = _run("index", "--history", str(PARAPHRASE_HISTORY), "--save", str(tmp_path))
     assert code == 0
-    assert "vectors:    28 (exact, dimension 1024)" in out
+    assert "vectors:    28 (exact, dimension 512)" in out
     assert "domains:    compute 16, data 4, network 5, security 3" in out
     assert (tmp_path / "index.faiss").is_file()
     code, out, _ = _run("index", "--history", str(PARAPHRASE_HISTORY), "--save", str(tmp_path))
@@ -203,7 +203,7 @@ def test_score_defaults_to_hybrid_and_takes_mode(tmp_path: Path) -> None:
     assert code == 0, out
     hybrid = json.loads(out)[0]["assessment"]
     assert hybrid["engine"]["similarityMode"] == "hybrid"
-    assert hybrid["engine"]["embedder"] == "lexical-1024"
+    assert hybrid["engine"]["embedder"] == "lexical-512"
     parts = {s["id"]: s["parts"] for s in hybrid["similarIncidents"]}
     assert parts["INC-2025-1089"]["semantic"] > 0.30
     code, out, _ = _run(

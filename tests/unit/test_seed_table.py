@@ -79,7 +79,7 @@ def test_hybrid_mode_keeps_each_rows_band_and_top_incident(
         assert result.risk.most_relevant_incident == top
         assert result.risk.band is band
         assert result.engine.similarity_mode == "hybrid"
-        assert result.engine.embedder == "lexical-1024"
+        assert result.engine.embedder == "lexical-512"
         for item in result.similar_incidents:
             # Both parts are shown, and the larger one counted.
             assert item.parts.semantic is not None

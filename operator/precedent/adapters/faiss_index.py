@@ -52,6 +52,13 @@ def _threads(count: int) -> Iterator[None]:
         faiss.omp_set_num_threads(previous)
 
 
+def _use_threads(count: int) -> None:
+    # Searches leave the setting in place: switching the OpenMP pool size on every query
+    # costs more than the search itself at 10k vectors. Bulk work raises it temporarily.
+    if faiss.omp_get_max_threads() != count:
+        faiss.omp_set_num_threads(count)
+
+
 def _as_matrix(vectors: npt.NDArray[np.float32], dimension: int) -> npt.NDArray[np.float32]:
     matrix = np.ascontiguousarray(vectors, dtype=np.float32)
     if matrix.ndim == 1:
@@ -127,8 +134,8 @@ class FaissIncidentIndex:
             return []
         query = _as_matrix(vector, self._dimension)
         fetch = min(len(self), k * self.domain_overfetch if domain is not None else k)
-        with _threads(self.search_threads):
-            scores, labels = self._index.search(query, fetch)
+        _use_threads(self.search_threads)
+        scores, labels = self._index.search(query, fetch)
         found: list[tuple[str, float]] = []
         for score, label in zip(scores[0].tolist(), labels[0].tolist(), strict=True):
             if label < 0:
@@ -148,7 +155,8 @@ class FaissIncidentIndex:
         fetch = min(len(self), k)
         if fetch < 1:
             return np.zeros((len(query), 0), dtype=np.float32), [[] for _ in query]
-        scores, labels = self._index.search(query, fetch)
+        with _threads(os.cpu_count() or 1):
+            scores, labels = self._index.search(query, fetch)
         ids = [[self._id_of[int(x)] for x in row if x >= 0] for row in labels]
         return scores, ids
 
@@ -197,7 +205,8 @@ class FaissIncidentIndex:
             )
             self._kind = "approximate"
             return
-        self._index.add_with_ids(matrix, labels)
+        with _threads(os.cpu_count() or 1):
+            self._index.add_with_ids(matrix, labels)
 
     def remove(self, ids: Iterable[str]) -> int:
         """Remove incidents by id; returns how many were present."""
@@ -236,11 +245,11 @@ class FaissIncidentIndex:
             faiss.ScalarQuantizer.QT_8bit,
             faiss.METRIC_INNER_PRODUCT,
         )
-        # 32 points per list and 10 k-means iterations keep training to about a minute at 1M
+        # 40 points per list and 10 k-means iterations keep training to minutes at 1M
         # on two cores; more moved recall@10 by less than a point in the benchmark.
         index.cp.niter = 10
         rng = np.random.default_rng(0)
-        sample = vectors[rng.choice(n, size=min(n, nlist * 32), replace=False)]
+        sample = vectors[rng.choice(n, size=min(n, nlist * 40), replace=False)]
         with _threads(os.cpu_count() or 1):
             index.train(sample)
             index.add_with_ids(vectors, labels)

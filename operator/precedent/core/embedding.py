@@ -65,7 +65,7 @@ class LexicalEmbedder:
 
     def __init__(
         self,
-        dimension: int = 1024,
+        dimension: int = 512,
         *,
         char_ngrams: tuple[int, int] = (4, 6),
         word_weight: float = 0.5,

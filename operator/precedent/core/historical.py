@@ -31,8 +31,6 @@ __all__ = ["HistoricalResult", "SimilarityMode", "evaluate_history"]
 
 SimilarityMode = Literal["rules", "semantic", "hybrid"]
 
-_SEVERITY_ORDER = {"critical": 0, "high": 1, "medium": 2, "low": 3}
-
 
 @dataclass(frozen=True, slots=True)
 class HistoricalResult:
@@ -79,17 +77,18 @@ def evaluate_history(
     combined = np.round(combined, 4)
     hits = np.flatnonzero(combined >= threshold - 1e-9)
 
-    def sort_key(pos: int) -> tuple[float, int, str]:
-        incident = history.incidents[pos]
-        return (-float(combined[pos]), _SEVERITY_ORDER[incident.severity.value], incident.id)
-
-    ordered = sorted((int(p) for p in hits), key=sort_key)
+    # Most similar first, then the more severe, then by id: one numpy sort, not a Python one.
+    ordered: list[int] = hits[
+        np.lexsort((history.id_rank[hits], history.severity_rank[hits], -combined[hits]))
+    ].tolist()
     score = sri_score([(float(combined[p]), history.incidents[p].severity) for p in ordered])
     band = band_for(score)
     decision = decision_for(band)
 
+    # People's ranking reorders the most similar candidates; boosts are at most ×2.34, so an
+    # incident far down the similarity order cannot reach the top few.
     ranked = []
-    for p in ordered:
+    for p in ordered[: max(10 * top_k, 50)]:
         incident = history.incidents[p]
         rank = rank_score(
             incident,
@@ -99,7 +98,7 @@ def evaluate_history(
             weights=ranking,
         )
         ranked.append((-rank.uncapped, p, rank.relevance))
-    ranked.sort(key=lambda r: (r[0], *sort_key(r[1])))
+    ranked.sort(key=lambda r: r[0])
     similar = [
         _to_similar_incident(
             history.incidents[p],

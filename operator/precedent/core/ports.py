@@ -40,7 +40,7 @@ class Embedder(Protocol):
 
     @property
     def name(self) -> str:
-        """Stable name of the model and its configuration, e.g. ``lexical-1024``."""
+        """Stable name of the model and its configuration, e.g. ``lexical-512``."""
         ...
 
     @property
