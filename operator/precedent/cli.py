@@ -3,48 +3,26 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import click
 
-from precedent.adapters.loader import NamedRequest, load_incidents, load_requests
+from precedent import retrieval_cli
+from precedent.adapters.history_source import load_history
+from precedent.adapters.loader import NamedRequest, load_requests
+from precedent.adapters.retrieval import build_neighbours, ranking_weights
 from precedent.core.assess import Assessor
-from precedent.core.history import History
 from precedent.core.policy import PolicyEngine
 from precedent.demo import demo_command
 from precedent.errors import InputError, PrecedentError
 from precedent.models import Assessment
-from precedent.output import dump_yaml, format_table
+from precedent.output import dump_yaml, fail, format_table
 from precedent.sandbox.cli import sandbox_command
 from precedent.settings import Settings
 
 __all__ = ["main"]
-
-
-def _fail(message: str) -> None:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(1)
-
-
-def load_history(paths: Sequence[str]) -> History:
-    """Load incidents from ``paths``; an empty history is an error worth stopping for."""
-    incidents = load_incidents(paths)
-    if not incidents:
-        raise InputError(f"history is empty: no Incident documents in {', '.join(paths)}")
-    return History(incidents)
-
-
-def _history_paths(history: tuple[str, ...], settings: Settings) -> list[str]:
-    if history:
-        return list(history)
-    default = settings.history_path
-    if default is None or not default.exists():
-        raise InputError(
-            f"no history at {default}: pass --history PATH or set PRECEDENT_HISTORY_PATH"
-        )
-    return [str(default)]
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -70,23 +48,35 @@ def main() -> None:
     show_default=True,
     help="table: one line per request; json/yaml: the full assessments.",
 )
-def score(paths: tuple[str, ...], history: tuple[str, ...], output: str) -> None:
+@click.option(
+    "--mode",
+    type=click.Choice(["rules", "semantic", "hybrid"]),
+    default=None,
+    help="Similarity mode. Default: $PRECEDENT_SIMILARITY_MODE or hybrid.",
+)
+def score(paths: tuple[str, ...], history: tuple[str, ...], output: str, mode: str | None) -> None:
     """Score RemediationRequest documents in PATHS (files, directories, or - for stdin)."""
     settings = Settings()
+    chosen = mode or settings.similarity_mode
     try:
         requests = load_requests(paths)
         if not requests:
             raise InputError(f"no RemediationRequest documents in {', '.join(paths)}")
-        snapshot = load_history(_history_paths(history, settings))
+        snapshot = load_history(history, settings.history_path)
         assessor = Assessor(
             snapshot,
+            mode=chosen,  # type: ignore[arg-type]
+            semantic=None if chosen == "rules" else build_neighbours(settings),
             threshold=settings.similarity_threshold,
             top_k=settings.top_similar,
+            semantic_k=settings.semantic_k,
+            ranking=ranking_weights(settings),
             policy=PolicyEngine(enforce=settings.policy_mode == "enforce"),
         )
-        results = [(req, assessor.assess(req.spec)) for req in requests]
+        now = datetime.now(UTC)
+        results = [(req, assessor.assess(req.spec, now=now)) for req in requests]
     except PrecedentError as exc:
-        _fail(str(exc))
+        fail(str(exc))
         return
     if output == "table":
         click.echo(_score_table(results))
@@ -101,7 +91,8 @@ def score(paths: tuple[str, ...], history: tuple[str, ...], output: str) -> None
 def _score_table(results: Sequence[tuple[NamedRequest, Assessment]]) -> str:
     rows = []
     for req, a in results:
-        top = a.similar_incidents[0] if a.similar_incidents else None
+        top_id = a.risk.most_relevant_incident
+        top = next((s for s in a.similar_incidents if s.id == top_id), None)
         rows.append(
             [
                 req.name,
@@ -109,7 +100,7 @@ def _score_table(results: Sequence[tuple[NamedRequest, Assessment]]) -> str:
                 f"{a.risk.score:g}",
                 a.risk.band.value,
                 a.risk.decision.value,
-                top.id if top else "-",
+                top_id or "-",
                 f"{top.similarity:.2f}" if top else "-",
                 str(a.similar_count),
             ]
@@ -138,6 +129,10 @@ def _full(req: NamedRequest, assessment: Assessment) -> dict[str, Any]:
 
 main.add_command(sandbox_command)
 main.add_command(demo_command)
+main.add_command(retrieval_cli.search_command)
+main.add_command(retrieval_cli.eval_command)
+main.add_command(retrieval_cli.index_command)
+main.add_command(retrieval_cli.fetch_model_command)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -131,7 +131,10 @@ async def assess_request(
     previous = status.get("conditions") or []
     now = datetime.now(UTC)
     try:
-        assessment = await service.assess_async(spec)
+        # The creation time anchors "recent" so that re-running the handler gives the same answer.
+        created = meta.get("creationTimestamp")
+        anchor = datetime.fromisoformat(created.replace("Z", "+00:00")) if created else now
+        assessment = await service.assess_async(spec, now=anchor)
     except InputError as exc:
         message = f"invalid spec: {exc}"
         patch.status["observedGeneration"] = generation

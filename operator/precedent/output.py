@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
+import click
 import yaml
 
-__all__ = ["dump_yaml", "format_table"]
+__all__ = ["dump_yaml", "fail", "format_table"]
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -37,3 +39,9 @@ _BlockDumper.add_representer(str, _str_representer)
 def dump_yaml(docs: Sequence[Any]) -> str:
     """Multi-document YAML with block-style multi-line strings."""
     return yaml.dump_all(docs, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=100)
+
+
+def fail(message: str) -> NoReturn:
+    """Print ``error: message`` to stderr and exit 1: bad input never shows a traceback."""
+    click.echo(f"error: {message}", err=True)
+    sys.exit(1)

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
 
+from precedent.adapters.retrieval import build_neighbours, ranking_weights
 from precedent.core.assess import Assessor
 from precedent.core.history import History
 from precedent.core.policy import PolicyEngine
@@ -43,6 +45,11 @@ class PrecedentService:
         self.playbooks: dict[str, Playbook] = {}
         self._assessor: Assessor | None = None
         self._policy = PolicyEngine(enforce=settings.policy_mode == "enforce")
+        # One vector index for the service's lifetime: a new snapshot embeds only what changed.
+        self._neighbours = (
+            None if settings.similarity_mode == "rules" else build_neighbours(settings)
+        )
+        self._ranking = ranking_weights(settings)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> PrecedentService:
@@ -101,17 +108,23 @@ class PrecedentService:
             history = History(sorted(merged.values(), key=lambda i: i.id))
             self._assessor = Assessor(
                 history,
+                mode=self.settings.similarity_mode,
+                semantic=self._neighbours,
                 threshold=self.settings.similarity_threshold,
                 top_k=self.settings.top_similar,
+                semantic_k=self.settings.semantic_k,
+                ranking=self._ranking,
                 policy=self._policy,
             )
             logger.info("history snapshot rebuilt: %d incidents", len(history))
         return self._assessor
 
-    def assess(self, spec: Mapping[str, Any]) -> Assessment:
-        """Validate and assess one request spec."""
-        return self.assessor.assess(parse_request_spec(spec))
+    def assess(self, spec: Mapping[str, Any], *, now: datetime | None = None) -> Assessment:
+        """Validate and assess one request spec; ``now`` anchors the recency boost."""
+        return self.assessor.assess(parse_request_spec(spec), now=now)
 
-    async def assess_async(self, spec: Mapping[str, Any]) -> Assessment:
+    async def assess_async(
+        self, spec: Mapping[str, Any], *, now: datetime | None = None
+    ) -> Assessment:
         """Like ``assess``; the place where remote dependencies are awaited."""
-        return self.assess(spec)
+        return self.assess(spec, now=now)

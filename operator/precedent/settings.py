@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = ["Settings"]
@@ -22,7 +22,9 @@ class Settings(BaseSettings):
         "(the operator then uses only Incident objects from the cluster).",
     )
     similarity_mode: Literal["rules", "semantic", "hybrid"] = Field(
-        default="rules", description="How similarity is computed: rules, semantic or hybrid."
+        default="hybrid",
+        description="How similarity is computed: rules, semantic, or hybrid (the larger of the "
+        "two per incident).",
     )
     similarity_threshold: float = Field(
         default=0.30, ge=0, le=1, description="Minimum similarity for an incident to count."
@@ -40,4 +42,85 @@ class Settings(BaseSettings):
     policy_mode: Literal["enforce", "audit"] = Field(
         default="enforce",
         description="enforce: escalated requests wait for approval; audit: record only.",
+    )
+
+    # -- semantic retrieval --------------------------------------------------------------------
+    embedder: Literal["lexical", "onnx", "http"] = Field(
+        default="lexical",
+        description="lexical: hashed n-grams, offline, no download; onnx: a sentence model in "
+        "model_dir (extra 'semantic'); http: an OpenAI-compatible embeddings endpoint.",
+    )
+    embedding_dimension: int = Field(
+        default=512, ge=16, le=65536, description="Vector length of the lexical embedder."
+    )
+    model_dir: Path | None = Field(
+        default=None,
+        description="Directory with model.onnx and tokenizer.json for the onnx embedder.",
+    )
+    embedding_url: str = Field(
+        default="", description="Base URL of the embeddings endpoint (POST {url}/embeddings)."
+    )
+    embedding_model: str = Field(default="", description="Model name sent to the endpoint.")
+    embedding_api_key: SecretStr | None = Field(
+        default=None, description="Bearer token for the endpoint, if it needs one."
+    )
+    embedding_timeout_seconds: float = Field(
+        default=2.0, gt=0, description="Timeout of one embeddings request."
+    )
+    embedding_retries: int = Field(
+        default=3, ge=0, le=10, description="Retries on timeouts, 429 and 5xx, with backoff."
+    )
+    semantic_floor: float | None = Field(
+        default=None,
+        ge=-1,
+        le=1,
+        description="Cosine that maps to semantic similarity 0 (default: the embedder's).",
+    )
+    semantic_ceiling: float | None = Field(
+        default=None,
+        ge=-1,
+        le=1,
+        description="Cosine that maps to semantic similarity 1 (default: the embedder's).",
+    )
+    semantic_k: int = Field(
+        default=50, ge=1, le=1000, description="Nearest neighbours fetched per request."
+    )
+    title_weight: float = Field(
+        default=0.5, ge=0, le=1, description="Share of an incident's vector from its title."
+    )
+    index_dir: Path | None = Field(
+        default=None,
+        description="Where the vector index is saved and reloaded; unset keeps it in memory.",
+    )
+    approximate_threshold: int = Field(
+        default=200_000,
+        ge=1,
+        description="Index size from which the exact index is replaced by an IVF index.",
+    )
+    ivf_nprobe: int = Field(
+        default=48, ge=1, description="Lists the approximate index probes per query."
+    )
+    domain_overfetch: int = Field(
+        default=3, ge=1, le=100, description="Over-fetch factor when filtering by domain."
+    )
+
+    # -- ranking of similar incidents for people (seeds 002 and 001) ---------------------------
+    ranking_vector_weight: float = Field(
+        default=0.7, ge=0, le=1, description="Weight of similarity in the hybrid ranking score."
+    )
+    ranking_metadata_weight: float = Field(
+        default=0.3, ge=0, le=1, description="Weight of metadata in the hybrid ranking score."
+    )
+    ranking_priority_share: float = Field(
+        default=0.6, ge=0, le=1, description="Share of priority in the metadata score."
+    )
+    ranking_time_share: float = Field(
+        default=0.4, ge=0, le=1, description="Share of resolution time in the metadata score."
+    )
+    ranking_time_normalization_hours: float = Field(
+        default=100.0, gt=0, description="Resolution hours at which the time score reaches 0."
+    )
+    ranking_priority_weights: dict[str, float] = Field(
+        default_factory=lambda: {"critical": 1.0, "high": 0.8, "medium": 0.5, "low": 0.3},
+        description="Priority weight per priority (JSON object in the environment).",
     )

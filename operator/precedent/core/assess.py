@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from datetime import datetime
 
 from precedent import __version__
 from precedent.core.historical import SimilarityMode, evaluate_history
@@ -11,6 +12,7 @@ from precedent.core.history import History
 from precedent.core.normalize import ProposedAction, normalize_request
 from precedent.core.policy import PolicyEngine
 from precedent.core.ports import PlaybookDecision, SemanticNeighbours
+from precedent.core.ranking import RankingWeights
 from precedent.core.similarity import SIMILARITY_THRESHOLD
 from precedent.models import Assessment, EngineInfo, RemediationRequestSpec
 
@@ -30,6 +32,7 @@ class Assessor:
         threshold: float = SIMILARITY_THRESHOLD,
         top_k: int = 5,
         semantic_k: int = 50,
+        ranking: RankingWeights | None = None,
     ) -> None:
         if mode != "rules" and semantic is None:
             raise ValueError(f"similarity mode {mode!r} needs a semantic neighbour source")
@@ -40,13 +43,23 @@ class Assessor:
         self.threshold = threshold
         self.top_k = top_k
         self.semantic_k = semantic_k
+        self.ranking = ranking or RankingWeights()
 
     def assess(
-        self, spec: RemediationRequestSpec, *, playbook: PlaybookDecision | None = None
+        self,
+        spec: RemediationRequestSpec,
+        *,
+        playbook: PlaybookDecision | None = None,
+        now: datetime | None = None,
     ) -> Assessment:
-        """Score one request; ``playbook`` is the catalog's answer, if one was asked."""
+        """Score one request; ``playbook`` is the catalog's answer, if one was asked.
+
+        ``now`` (e.g. the request's creation time) anchors the recency boost of the listed
+        incidents; without it no recency boost applies, so the answer depends only on the spec
+        and the history snapshot.
+        """
         action = normalize_request(spec)
-        return self.assess_action(action, spec, playbook=playbook)
+        return self.assess_action(action, spec, playbook=playbook, now=now)
 
     def assess_action(
         self,
@@ -54,6 +67,7 @@ class Assessor:
         spec: RemediationRequestSpec,
         *,
         playbook: PlaybookDecision | None = None,
+        now: datetime | None = None,
     ) -> Assessment:
         """Score an already-normalised request."""
         neighbours = None
@@ -66,6 +80,8 @@ class Assessor:
             semantic=neighbours,
             threshold=self.threshold,
             top_k=self.top_k,
+            ranking=self.ranking,
+            now=now,
         )
         outcome = self.policy.decide(action.action, result.risk.band, result.risk.decision)
         risk = result.risk
@@ -95,10 +111,11 @@ class Assessor:
         )
 
     def input_hash(self, spec: RemediationRequestSpec) -> str:
-        """sha256 over the canonical spec, the history fingerprint and the scoring mode."""
+        """sha256 over the canonical spec, the history fingerprint, the mode and the embedder."""
         canonical = json.dumps(spec.model_dump(mode="json", by_alias=True), sort_keys=True)
         digest = hashlib.sha256()
-        for part in (canonical, self.history.fingerprint, self.mode, __version__):
+        embedder = self.semantic.name if self.semantic and self.mode != "rules" else ""
+        for part in (canonical, self.history.fingerprint, self.mode, embedder, __version__):
             digest.update(part.encode())
             digest.update(b"\0")
         return f"sha256:{digest.hexdigest()}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Literal
 
 import numpy as np
@@ -16,6 +17,7 @@ import numpy.typing as npt
 
 from precedent.core.history import History
 from precedent.core.normalize import ProposedAction
+from precedent.core.ranking import RankingWeights, rank_score
 from precedent.core.risk import band_for, decision_for, sri_score
 from precedent.core.similarity import SIMILARITY_THRESHOLD, RuleParts
 from precedent.models import (
@@ -28,8 +30,6 @@ from precedent.models import (
 __all__ = ["HistoricalResult", "SimilarityMode", "evaluate_history"]
 
 SimilarityMode = Literal["rules", "semantic", "hybrid"]
-
-_SEVERITY_ORDER = {"critical": 0, "high": 1, "medium": 2, "low": 3}
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,11 +49,16 @@ def evaluate_history(
     semantic: Mapping[int, float] | None = None,
     threshold: float = SIMILARITY_THRESHOLD,
     top_k: int = 5,
+    ranking: RankingWeights | None = None,
+    now: datetime | None = None,
 ) -> HistoricalResult:
     """Score ``action`` against ``history``.
 
     ``semantic`` maps incident positions to embedding similarity (0–1) for the neighbours the
-    vector index returned; incidents it omits have semantic similarity 0.
+    vector index returned; incidents it omits have semantic similarity 0. The risk score and
+    the most relevant incident follow the similarity; the listed similar incidents are ordered
+    for people by ``rank_score`` (seed 002's hybrid score × seed 001's boosts, measured from
+    ``now``).
     """
     n = len(history)
     rules = history.rules.score(action)
@@ -72,23 +77,38 @@ def evaluate_history(
     combined = np.round(combined, 4)
     hits = np.flatnonzero(combined >= threshold - 1e-9)
 
-    def sort_key(pos: int) -> tuple[float, int, str]:
-        incident = history.incidents[pos]
-        return (-float(combined[pos]), _SEVERITY_ORDER[incident.severity.value], incident.id)
-
-    ordered = sorted((int(p) for p in hits), key=sort_key)
+    # Most similar first, then the more severe, then by id: one numpy sort, not a Python one.
+    ordered: list[int] = hits[
+        np.lexsort((history.id_rank[hits], history.severity_rank[hits], -combined[hits]))
+    ].tolist()
     score = sri_score([(float(combined[p]), history.incidents[p].severity) for p in ordered])
     band = band_for(score)
     decision = decision_for(band)
 
+    # People's ranking reorders the most similar candidates; boosts are at most ×2.34, so an
+    # incident far down the similarity order cannot reach the top few.
+    ranked = []
+    for p in ordered[: max(10 * top_k, 50)]:
+        incident = history.incidents[p]
+        rank = rank_score(
+            incident,
+            float(combined[p]),
+            resource_name=action.resource_name,
+            now=now,
+            weights=ranking,
+        )
+        ranked.append((-rank.uncapped, p, rank.relevance))
+    ranked.sort(key=lambda r: r[0])
     similar = [
         _to_similar_incident(
             history.incidents[p],
             float(combined[p]),
             rules.parts(p),
             float(sem[p]) if mode != "rules" else None,
+            relevance,
+            mode,
         )
-        for p in ordered[:top_k]
+        for _, p, relevance in ranked[:top_k]
     ]
     top = history.incidents[ordered[0]] if ordered else None
     risk = RiskAssessment(
@@ -105,11 +125,19 @@ def evaluate_history(
 
 
 def _to_similar_incident(
-    incident: Incident, similarity: float, parts: RuleParts, semantic: float | None
+    incident: Incident,
+    similarity: float,
+    parts: RuleParts,
+    semantic: float | None,
+    relevance: float,
+    mode: SimilarityMode,
 ) -> SimilarIncident:
     rule = parts.total
+    # Hybrid: the larger one counted (a tie goes to the rule, the explainable one).
     counted: Literal["rule", "semantic"] = (
-        "semantic" if semantic is not None and semantic > rule else "rule"
+        "semantic"
+        if mode == "semantic" or (mode == "hybrid" and semantic is not None and semantic > rule)
+        else "rule"
     )
     return SimilarIncident(
         id=incident.id,
@@ -125,6 +153,7 @@ def _to_similar_incident(
             semantic=None if semantic is None else round(semantic, 4),
             counted=counted,
         ),
+        relevance=relevance,
         outcome=incident.outcome,
     )
 

@@ -6,6 +6,8 @@ import hashlib
 import json
 from collections.abc import Iterator, Sequence
 
+import numpy as np
+
 from precedent.core.similarity import RuleMatrix
 from precedent.models import Incident
 
@@ -28,6 +30,12 @@ class History:
         self.incidents: tuple[Incident, ...] = tuple(incidents)
         self.rules = RuleMatrix(self.incidents)
         self._positions = {incident.id: pos for pos, incident in enumerate(self.incidents)}
+        # Sort keys for ordering hits with numpy: severity (critical first), then id.
+        order = {"critical": 0, "high": 1, "medium": 2, "low": 3}
+        self.severity_rank = np.array(
+            [order[i.severity.value] for i in self.incidents], dtype=np.int8
+        )
+        self.id_rank = np.argsort(np.argsort(np.array([i.id for i in self.incidents], dtype=str)))
         digest = hashlib.sha256()
         for incident in sorted(self.incidents, key=lambda i: i.id):
             digest.update(json.dumps(incident.model_dump(mode="json"), sort_keys=True).encode())

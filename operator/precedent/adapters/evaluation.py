@@ -1,0 +1,211 @@
+"""``precedent eval``: read a history and labelled queries as JSON Lines, rank, and score.
+
+History file: one incident a line, at least ``id`` and ``title`` or ``description``; optional
+``action``, ``resource`` {type, name}, ``severity``, ``tags``, ``outcome``, ``occurredAt`` and
+the other Incident fields (camelCase or snake_case). Keys that are not Incident fields are
+ignored, so a file may carry its own bookkeeping. A line with only a description gets its first
+sentence as title.
+
+Queries file: one query a line, ``{"query": "text" | {request fields}, "relevant": [ids],
+"exclude": [ids]}``; ``exclude`` drops ids from that query's ranking (leave-one-out when the
+query is itself in the history). Every problem is reported as ``FILE:LINE: message``.
+
+Ranking per mode: ``rules`` orders incidents by rule similarity; ``semantic`` by the
+embedder's cosine; ``hybrid`` by max(rule, calibrated semantic), ties broken by cosine.
+Incidents with score 0 (or outside the ``depth`` nearest neighbours) are not ranked.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import ValidationError
+
+from precedent.adapters.vector_neighbours import VectorNeighbours
+from precedent.core.evaluation import QueryOutcome, RetrievalMetrics, summarize
+from precedent.core.historical import SimilarityMode
+from precedent.core.history import History
+from precedent.core.normalize import ProposedAction, normalize_request
+from precedent.errors import InputError, describe_validation
+from precedent.models import Incident, RemediationRequestSpec
+
+__all__ = [
+    "EvalQuery",
+    "load_history_jsonl",
+    "load_queries_jsonl",
+    "rank_for_query",
+    "run_evaluation",
+]
+
+_INCIDENT_KEYS = set(Incident.model_fields) | {
+    field.alias for field in Incident.model_fields.values() if field.alias
+}
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+@dataclass(frozen=True, slots=True)
+class EvalQuery:
+    """One labelled query: the request, the relevant ids, the ids to leave out."""
+
+    line: int
+    action: ProposedAction
+    text: str
+    relevant: frozenset[str]
+    exclude: frozenset[str]
+
+
+def _lines(path: Path) -> list[tuple[int, Any]]:
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{path}: cannot read: {exc}") from None
+    rows = []
+    for number, line in enumerate(raw.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append((number, json.loads(line)))
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{path}:{number}: not valid JSON: {exc.msg}") from None
+    return rows
+
+
+def _title_from(description: str) -> str:
+    first = _SENTENCE.split(description.strip(), maxsplit=1)[0]
+    if len(first) <= 120:
+        return first
+    return first[:120].rsplit(" ", 1)[0] + "…"
+
+
+def load_history_jsonl(path: str | Path) -> History:
+    """Incidents from a JSON Lines file; errors name the line."""
+    file = Path(path)
+    incidents: list[Incident] = []
+    seen: dict[str, int] = {}
+    for number, row in _lines(file):
+        if not isinstance(row, dict):
+            raise InputError(f"{file}:{number}: expected a JSON object")
+        data = {k: v for k, v in row.items() if k in _INCIDENT_KEYS}
+        if not data.get("title") and isinstance(data.get("description"), str):
+            data["title"] = _title_from(data["description"])
+        if not data.get("title"):
+            raise InputError(f"{file}:{number}: title or description is required")
+        try:
+            incident = Incident.model_validate(data)
+        except ValidationError as exc:
+            raise InputError(f"{file}:{number}: {describe_validation(exc)}") from None
+        if incident.id in seen:
+            raise InputError(
+                f"{file}:{number}: duplicate incident id {incident.id!r} (line {seen[incident.id]})"
+            )
+        seen[incident.id] = number
+        incidents.append(incident)
+    if not incidents:
+        raise InputError(f"{file}: no incidents")
+    return History(incidents)
+
+
+def _id_list(value: Any, key: str, where: str) -> frozenset[str]:
+    if value is None:
+        return frozenset()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InputError(f"{where}: {key}: expected a list of incident ids")
+    return frozenset(value)
+
+
+def load_queries_jsonl(path: str | Path, history: History | None = None) -> list[EvalQuery]:
+    """Labelled queries from a JSON Lines file; errors name the line (and unknown ids)."""
+    file = Path(path)
+    queries = []
+    for number, row in _lines(file):
+        where = f"{file}:{number}"
+        if not isinstance(row, dict):
+            raise InputError(f"{where}: expected a JSON object")
+        unknown = set(row) - {"query", "relevant", "exclude"}
+        if unknown:
+            raise InputError(f"{where}: unknown field {sorted(unknown)[0]!r}")
+        query = row.get("query")
+        if isinstance(query, str):
+            if not query.strip():
+                raise InputError(f"{where}: query: empty text")
+            words = " ".join(_WORD.findall(query.lower()))
+            action = ProposedAction(action="", resource_type="", resource_name="", text=words)
+            text = query
+        elif isinstance(query, dict):
+            try:
+                spec = RemediationRequestSpec.model_validate(query)
+            except ValidationError as exc:
+                raise InputError(f"{where}: {describe_validation(exc, 'query')}") from None
+            action = normalize_request(spec)
+            text = action.text
+        else:
+            raise InputError(f"{where}: query: expected text or an object of request fields")
+        relevant = _id_list(row.get("relevant"), "relevant", where)
+        if not relevant:
+            raise InputError(f"{where}: relevant: at least one incident id is required")
+        exclude = _id_list(row.get("exclude"), "exclude", where)
+        if history is not None:
+            missing = sorted(i for i in relevant | exclude if history.position(i) is None)
+            if missing:
+                raise InputError(f"{where}: unknown incident id {missing[0]!r}")
+        queries.append(EvalQuery(number, action, text, relevant, exclude))
+    if not queries:
+        raise InputError(f"{file}: no queries")
+    return queries
+
+
+def rank_for_query(
+    history: History,
+    query: EvalQuery,
+    mode: SimilarityMode,
+    neighbours: VectorNeighbours | None,
+    depth: int = 100,
+) -> list[str]:
+    """Incident ids ranked for one query (see the module docstring for the order)."""
+    n = len(history)
+    rule: npt.NDArray[np.float64] = history.rules.score(query.action).total.astype(np.float64)
+    cosine = np.full(n, -np.inf)
+    semantic = np.zeros(n)
+    if mode != "rules":
+        if neighbours is None:
+            raise InputError(f"mode {mode!r} needs an embedder")
+        neighbours.sync(history)
+        for incident_id, cos in neighbours.cosines(query.text, depth):
+            pos = history.position(incident_id)
+            if pos is not None:
+                cosine[pos] = cos
+                semantic[pos] = neighbours.calibration(cos)
+    if mode == "rules":
+        primary, secondary, keep = rule, np.zeros(n), rule > 0
+    elif mode == "semantic":
+        primary, secondary, keep = cosine, np.zeros(n), np.isfinite(cosine)
+    else:
+        primary = np.asarray(np.round(np.maximum(rule, semantic), 6), dtype=np.float64)
+        secondary, keep = np.where(np.isfinite(cosine), cosine, -1.0), (primary > 0)
+    for incident_id in query.exclude:
+        pos = history.position(incident_id)
+        if pos is not None:
+            keep[pos] = False
+    positions = np.flatnonzero(keep)
+    order = sorted(positions.tolist(), key=lambda p: (-primary[p], -secondary[p], p))
+    return [history.incidents[p].id for p in order]
+
+
+def run_evaluation(
+    history: History,
+    queries: Sequence[EvalQuery],
+    mode: SimilarityMode,
+    neighbours: VectorNeighbours | None,
+) -> RetrievalMetrics:
+    """MRR, hit@1, hit@5 and MAP@10 of ``mode`` over ``queries``."""
+    return summarize(
+        QueryOutcome.of(rank_for_query(history, q, mode, neighbours), q.relevant) for q in queries
+    )

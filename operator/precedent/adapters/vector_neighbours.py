@@ -1,0 +1,133 @@
+"""Semantic neighbours from an embedder and a vector index, kept in step with the history.
+
+``VectorNeighbours`` implements the core's ``SemanticNeighbours`` port. The index is keyed by
+incident id and stores a fingerprint of each incident's embedded text, so ``sync(history)``
+embeds only incidents that are new or changed and removes the ones that are gone; a saved
+index (``index_dir``) is reloaded on start without re-embedding anything that did not change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from precedent.adapters.faiss_index import FaissIncidentIndex
+from precedent.core.history import History
+from precedent.core.normalize import ProposedAction
+from precedent.core.ports import Embedder, IndexStats
+from precedent.core.semantic import (
+    TITLE_WEIGHT,
+    SemanticCalibration,
+    calibration_for,
+    embed_incidents,
+    incident_text,
+    request_text,
+)
+from precedent.errors import DependencyError
+from precedent.models import Incident
+
+__all__ = ["SyncReport", "VectorNeighbours"]
+
+
+@dataclass(frozen=True, slots=True)
+class SyncReport:
+    """What ``sync`` changed in the index."""
+
+    embedded: int
+    removed: int
+    kept: int
+
+
+class VectorNeighbours:
+    """``SemanticNeighbours`` over an ``Embedder`` and a ``FaissIncidentIndex``."""
+
+    def __init__(
+        self,
+        embedder: Embedder,
+        *,
+        index: FaissIncidentIndex | None = None,
+        calibration: SemanticCalibration | None = None,
+        index_dir: Path | None = None,
+        approximate_threshold: int = 200_000,
+        batch_size: int = 256,
+        title_weight: float = TITLE_WEIGHT,
+    ) -> None:
+        self.embedder = embedder
+        self.calibration = calibration or calibration_for(embedder.name)
+        self.index_dir = index_dir
+        self.batch_size = batch_size
+        self.title_weight = title_weight
+        if index is None and index_dir is not None and (index_dir / "index.faiss").exists():
+            index = FaissIncidentIndex.load(index_dir, approximate_threshold=approximate_threshold)
+            if index.dimension != embedder.dimension:
+                # Built by another embedder: start again rather than mix vector spaces.
+                index = None
+        self.index = index or FaissIncidentIndex(
+            embedder.dimension, approximate_threshold=approximate_threshold
+        )
+        if self.index.dimension != embedder.dimension:
+            raise DependencyError(
+                f"index dimension {self.index.dimension} != embedder {embedder.name} "
+                f"dimension {embedder.dimension}"
+            )
+        self._synced: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The embedder's name."""
+        return self.embedder.name
+
+    def _fingerprint(self, incident: Incident) -> str:
+        digest = hashlib.sha256(f"{self.embedder.name}\0{self.title_weight}\0".encode())
+        digest.update(incident.title.encode())
+        digest.update(b"\0")
+        digest.update(incident_text(incident).encode())
+        return digest.hexdigest()[:24]
+
+    def sync(self, history: History) -> SyncReport:
+        """Bring the index in line with ``history``: embed new or changed incidents only."""
+        if self._synced == history.fingerprint:
+            return SyncReport(embedded=0, removed=0, kept=len(self.index))
+        wanted = {i.id: i for i in history.incidents}
+        gone = [i for i in self.index.ids() if i not in wanted]
+        removed = self.index.remove(gone)
+        todo = [
+            incident
+            for incident in history.incidents
+            if self.index.fingerprint(incident.id) != self._fingerprint(incident)
+        ]
+        for start in range(0, len(todo), self.batch_size):
+            batch = todo[start : start + self.batch_size]
+            vectors = embed_incidents(self.embedder, batch, self.title_weight)
+            self.index.add(
+                [i.id for i in batch],
+                vectors,
+                domains=[i.domain for i in batch],
+                fingerprints=[self._fingerprint(i) for i in batch],
+            )
+        self._synced = history.fingerprint
+        if (todo or removed) and self.index_dir is not None:
+            self.index.save(self.index_dir)
+        return SyncReport(embedded=len(todo), removed=removed, kept=len(wanted) - len(todo))
+
+    def cosines(self, text: str, k: int, *, domain: str | None = None) -> list[tuple[str, float]]:
+        """Up to ``k`` ``(incident id, cosine)`` pairs for a text, best first."""
+        vector = self.embedder.embed([text])
+        return self.index.search(vector[0], k, domain=domain)
+
+    def neighbours(self, action: ProposedAction, history: History, k: int) -> Mapping[int, float]:
+        """Up to ``k`` incident positions with calibrated semantic similarity above 0."""
+        self.sync(history)
+        found: dict[int, float] = {}
+        for incident_id, cosine in self.cosines(request_text(action), k, domain=action.domain):
+            pos = history.position(incident_id)
+            similarity = self.calibration(cosine)
+            if pos is not None and similarity > 0:
+                found[pos] = similarity
+        return found
+
+    def stats(self) -> IndexStats:
+        """The index's stats."""
+        return self.index.stats()

@@ -1,0 +1,123 @@
+"""Semantic similarity: what text is embedded, and how a cosine becomes a similarity (0–1).
+
+A raw cosine is not on the rule similarity's scale: two unrelated incident reports share
+enough words (or, for a sentence model, enough "incident report" meaning) that their cosine
+is rarely near 0, and a paraphrase rarely reaches 1. Hybrid mode takes the larger of rule and
+semantic similarity per incident and seed 000's score adds every incident at or above the
+0.30 threshold, so an uncalibrated cosine would let many weakly related incidents push a
+request into a higher band. Each embedder therefore has a calibration, a linear map with a
+floor and a ceiling::
+
+    semantic = clip((cosine − floor) / (ceiling − floor), 0, 1)
+
+The floor is the cosine of a typical unrelated pair (it maps to 0), the ceiling the cosine of
+a near-duplicate (it maps to 1). The defaults were measured on the bundled history and the
+labelled paraphrase set (docs/retrieval.md, "Calibration"); ``PRECEDENT_SEMANTIC_FLOOR`` and
+``PRECEDENT_SEMANTIC_CEILING`` override them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from precedent.core.embedding import l2_normalize
+from precedent.core.normalize import ProposedAction
+from precedent.core.ports import Embedder
+from precedent.models import Incident
+
+__all__ = [
+    "DEFAULT_CALIBRATIONS",
+    "RRF_K",
+    "TITLE_WEIGHT",
+    "SemanticCalibration",
+    "calibration_for",
+    "embed_incidents",
+    "incident_text",
+    "reciprocal_rank_fusion",
+    "request_text",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class SemanticCalibration:
+    """Linear map from cosine to semantic similarity: floor → 0, ceiling → 1."""
+
+    floor: float
+    ceiling: float
+
+    def __post_init__(self) -> None:
+        if not -1.0 <= self.floor < self.ceiling <= 1.0:
+            raise ValueError("calibration needs -1 <= floor < ceiling <= 1")
+
+    def __call__(self, cosine: float) -> float:
+        """Semantic similarity for one cosine, 0–1."""
+        value = (cosine - self.floor) / (self.ceiling - self.floor)
+        return min(1.0, max(0.0, value))
+
+
+# Keyed by embedder family (the part of the name before the first '-').
+DEFAULT_CALIBRATIONS: Mapping[str, SemanticCalibration] = {
+    "lexical": SemanticCalibration(floor=0.15, ceiling=0.55),
+    "tfidf": SemanticCalibration(floor=0.15, ceiling=0.55),
+    "onnx": SemanticCalibration(floor=0.25, ceiling=0.75),
+    "http": SemanticCalibration(floor=0.25, ceiling=0.75),
+}
+
+
+def calibration_for(
+    embedder_name: str, floor: float | None = None, ceiling: float | None = None
+) -> SemanticCalibration:
+    """The default calibration of an embedder family, with optional overrides."""
+    family = embedder_name.split("-", 1)[0]
+    base = DEFAULT_CALIBRATIONS.get(family, DEFAULT_CALIBRATIONS["http"])
+    return SemanticCalibration(
+        floor=base.floor if floor is None else floor,
+        ceiling=base.ceiling if ceiling is None else ceiling,
+    )
+
+
+def incident_text(incident: Incident) -> str:
+    """What is embedded for an incident: action, resource, title, description, cause, tags."""
+    head = []
+    if incident.action:
+        head.append(incident.action.replace("_", " "))
+    if incident.resource is not None:
+        head.append(f"{incident.resource.type} {incident.resource.name}")
+    return "\n".join([*head, incident.text()])
+
+
+# Share of an incident's vector that comes from its title alone. The title is the incident's
+# one-line summary; long descriptions otherwise dilute it (measured in docs/retrieval.md).
+TITLE_WEIGHT = 0.5
+
+
+def embed_incidents(
+    embedder: Embedder, incidents: Sequence[Incident], title_weight: float = TITLE_WEIGHT
+) -> npt.NDArray[np.float32]:
+    """Unit vectors ``normalise(w · embed(title) + (1 − w) · embed(incident_text))``."""
+    full = embedder.embed([incident_text(i) for i in incidents])
+    if title_weight <= 0 or not incidents:
+        return full
+    titles = embedder.embed([i.title for i in incidents])
+    return l2_normalize(title_weight * titles + (1.0 - title_weight) * full)
+
+
+def request_text(action: ProposedAction) -> str:
+    """What is embedded for a request: action words, resource, description, signal."""
+    return action.text
+
+
+RRF_K = 60
+
+
+def reciprocal_rank_fusion(rankings: Sequence[Sequence[str]], k: int = RRF_K) -> dict[str, float]:
+    """Reciprocal-rank fusion: ``Σ 1 / (k + rank)`` over the rankings (rank from 1)."""
+    fused: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, key in enumerate(ranking, start=1):
+            fused[key] = fused.get(key, 0.0) + 1.0 / (k + rank)
+    return fused

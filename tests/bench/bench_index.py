@@ -1,0 +1,104 @@
+"""Vector search at 1k / 10k / 100k (and 1M with PRECEDENT_BENCH_1M=1) incidents.
+
+For each size: single-query latency p50/p99 of the exact index (IndexFlatIP) and the
+approximate one (IVF, 8-bit codes) on one thread, recall@10 of approximate against exact,
+bytes per incident of each index as serialised, and the time to load the approximate index
+from disk. Vectors are the default lexical embedder's, of synthetic incident titles.
+Ratios (approximate / exact) come from the same run.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import faiss
+import numpy as np
+import numpy.typing as npt
+
+from precedent.adapters.faiss_index import FaissIncidentIndex
+from precedent.core.embedding import LexicalEmbedder
+from tests.bench.synthetic import titles
+
+QUERIES = 300
+
+
+def _vectors(n: int) -> npt.NDArray[np.float32]:
+    embedder = LexicalEmbedder()
+    out = np.empty((n, embedder.dimension), dtype=np.float32)
+    step = 50_000
+    for start in range(0, n, step):
+        chunk = titles(min(step, n - start), seed=start)
+        out[start : start + len(chunk)] = embedder.embed(chunk)
+    return out
+
+
+def _latencies(index: FaissIncidentIndex, queries: npt.NDArray[np.float32]) -> list[float]:
+    times = []
+    for q in queries:
+        started = time.perf_counter()
+        index.search(q, 10)
+        times.append(time.perf_counter() - started)
+    return times
+
+
+def _ms(values: list[float], q: float) -> float:
+    return float(np.quantile(values, q)) * 1000
+
+
+def _bytes(index: FaissIncidentIndex) -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        index.save(tmp)
+        return (Path(tmp) / "index.faiss").stat().st_size
+
+
+def main() -> None:
+    """Print one line per size and index kind."""
+    sizes = [1_000, 10_000, 100_000]
+    if os.environ.get("PRECEDENT_BENCH_1M") == "1":
+        sizes.append(1_000_000)
+    all_vectors = _vectors(max(sizes))
+    query_vectors = LexicalEmbedder().embed(titles(QUERIES, seed=999_999))
+    print(f"faiss {faiss.__version__}, {os.cpu_count()} cores, search on 1 thread, k=10")
+    header = "size        index         p50 ms   p99 ms   recall@10   bytes/incident   load s"
+    print(header)
+    for n in sizes:
+        vectors = all_vectors[:n]
+        ids = [f"i{i}" for i in range(n)]
+        exact = FaissIncidentIndex(vectors.shape[1], approximate_threshold=n + 1)
+        exact.add(ids, vectors)
+        exact_lat = _latencies(exact, query_vectors)
+        truth = [{i for i, _ in exact.search(q, 10)} for q in query_vectors]
+        print(
+            f"{n:<11,} exact (flat)  {_ms(exact_lat, 0.5):7.2f}  {_ms(exact_lat, 0.99):7.2f}"
+            f"   {1.0:9.3f}   {_bytes(exact) / n:14.0f}        -"
+        )
+        if n < 10_000:
+            continue
+        built = time.perf_counter()
+        approx = FaissIncidentIndex(vectors.shape[1], approximate_threshold=1)
+        approx.add(ids, vectors)
+        build_s = time.perf_counter() - built
+        for nprobe in (16, 48):
+            approx.set_nprobe(nprobe)
+            lat = _latencies(approx, query_vectors)
+            recall = np.mean(
+                [
+                    len({i for i, _ in approx.search(q, 10)} & t) / 10
+                    for q, t in zip(query_vectors, truth, strict=True)
+                ]
+            )
+            with tempfile.TemporaryDirectory() as tmp:
+                approx.save(tmp)
+                size = (Path(tmp) / "index.faiss").stat().st_size
+                started = time.perf_counter()
+                FaissIncidentIndex.load(tmp)
+                load_s = time.perf_counter() - started
+            print(
+                f"{n:<11,} ivf nprobe={nprobe:<3}{_ms(lat, 0.5):7.2f}  {_ms(lat, 0.99):7.2f}"
+                f"   {recall:9.3f}   {size / n:14.0f}   {load_s:6.2f}"
+                f"   (p50 {_ms(lat, 0.5) / _ms(exact_lat, 0.5):.2f}× exact;"
+                f" built in {build_s:.0f} s)"
+            )

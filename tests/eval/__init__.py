@@ -1,0 +1,1 @@
+"""Retrieval-quality report: ``python -m tests.eval`` (``make eval``)."""

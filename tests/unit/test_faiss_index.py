@@ -1,0 +1,119 @@
+"""The FAISS incident index: exact search, incremental updates, domains, persistence, IVF."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+import pytest
+
+from precedent.adapters.faiss_index import FaissIncidentIndex
+from precedent.core.embedding import l2_normalize
+from precedent.errors import DependencyError, InputError
+
+
+def _vectors(n: int, dim: int = 32, seed: int = 0) -> npt.NDArray[np.float32]:
+    rng = np.random.default_rng(seed)
+    return l2_normalize(rng.standard_normal((n, dim)).astype(np.float32))
+
+
+def test_exact_search_matches_brute_force() -> None:
+    vectors = _vectors(200)
+    index = FaissIncidentIndex(32)
+    index.add([f"i{i}" for i in range(200)], vectors)
+    query = vectors[7] + 0.1 * vectors[9]
+    found = index.search(query / np.linalg.norm(query), 5)
+    expected = np.argsort(-(vectors @ (query / np.linalg.norm(query))))[:5]
+    assert [i for i, _ in found] == [f"i{j}" for j in expected]
+    assert found[0][1] == pytest.approx(float(vectors[7] @ (query / np.linalg.norm(query))), 1e-5)
+
+
+def test_add_replaces_and_remove_deletes() -> None:
+    vectors = _vectors(3)
+    index = FaissIncidentIndex(32)
+    index.add(["a", "b", "c"], vectors, fingerprints=["1", "2", "3"])
+    index.add(["a"], vectors[2:3], fingerprints=["9"])
+    assert len(index) == 3
+    assert index.fingerprint("a") == "9"
+    assert {i for i, _ in index.search(vectors[2], 2)} == {"a", "c"}
+    assert index.remove(["b", "missing"]) == 1
+    assert "b" not in index
+    assert len(index) == 2
+    assert all(i != "b" for i, _ in index.search(vectors[1], 3))
+
+
+def test_domain_filter_over_fetches_three_times() -> None:
+    vectors = _vectors(30)
+    index = FaissIncidentIndex(32)
+    domains = ["net" if i % 10 == 0 else "compute" for i in range(30)]
+    index.add([f"i{i}" for i in range(30)], vectors, domains=domains)
+    found = index.search(vectors[0], 2, domain="net")
+    # 6 nearest are fetched and filtered: only incidents of the domain come back.
+    assert found
+    assert all(int(i[1:]) % 10 == 0 for i, _ in found)
+    assert found[0][0] == "i0"
+    stats = index.stats()
+    assert stats.total_vectors == 30
+    assert stats.dimension == 32
+    assert stats.kind == "exact"
+    assert stats.domain_distribution == {"compute": 27, "net": 3}
+
+
+def test_save_and_load_without_re_embedding(tmp_path: Path) -> None:
+    vectors = _vectors(50)
+    index = FaissIncidentIndex(32)
+    index.add([f"i{i}" for i in range(50)], vectors, domains=["d"] * 50, fingerprints=["f"] * 50)
+    index.remove(["i3"])
+    index.save(tmp_path)
+    loaded = FaissIncidentIndex.load(tmp_path)
+    assert len(loaded) == 49
+    assert loaded.fingerprint("i4") == "f"
+    assert loaded.search(vectors[10], 3) == index.search(vectors[10], 3)
+    loaded.add(["new"], vectors[3:4])
+    assert loaded.search(vectors[3], 1)[0][0] == "new"
+
+
+def test_load_reports_a_missing_index(tmp_path: Path) -> None:
+    with pytest.raises(DependencyError, match="no vector index"):
+        FaissIncidentIndex.load(tmp_path)
+
+
+def test_rejects_wrong_dimension_and_duplicates() -> None:
+    index = FaissIncidentIndex(32)
+    with pytest.raises(InputError, match="dimension 32"):
+        index.add(["a"], _vectors(1, dim=8))
+    with pytest.raises(InputError, match="duplicate"):
+        index.add(["a", "a"], _vectors(2))
+    assert index.search(_vectors(1)[0], 3) == []
+
+
+def test_switches_to_ivf_above_the_threshold_and_keeps_recall(tmp_path: Path) -> None:
+    # Clustered data, as embeddings of related incidents are.
+    rng = np.random.default_rng(1)
+    centres = _vectors(40, seed=2)
+    vectors = l2_normalize(
+        (centres[rng.integers(0, 40, 4000)] + 0.3 * _vectors(4000, seed=3)).astype(np.float32)
+    )
+    ids = [f"i{i}" for i in range(4000)]
+    exact = FaissIncidentIndex(32)
+    exact.add(ids, vectors)
+    approx = FaissIncidentIndex(32, approximate_threshold=3000, nprobe=16)
+    approx.add(ids[:2000], vectors[:2000])
+    assert approx.kind == "exact"
+    approx.add(ids[2000:], vectors[2000:])
+    assert approx.kind == "approximate"
+    queries = vectors[:50]
+    recall = np.mean(
+        [
+            len({i for i, _ in approx.search(q, 10)} & {i for i, _ in exact.search(q, 10)}) / 10
+            for q in queries
+        ]
+    )
+    assert recall >= 0.9
+    assert approx.remove(["i0"]) == 1
+    assert all(i != "i0" for i, _ in approx.search(vectors[0], 10))
+    approx.save(tmp_path)
+    loaded = FaissIncidentIndex.load(tmp_path)
+    assert loaded.kind == "approximate"
+    assert len(loaded) == 3999

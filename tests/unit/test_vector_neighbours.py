@@ -1,0 +1,82 @@
+"""VectorNeighbours keeps the index in step with the history and embeds only what changed."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from precedent.adapters.retrieval import build_neighbours, ranking_weights
+from precedent.adapters.vector_neighbours import VectorNeighbours
+from precedent.core.embedding import LexicalEmbedder
+from precedent.core.history import History
+from precedent.core.normalize import normalize_request
+from precedent.models import Incident, RemediationRequestSpec, Severity
+from precedent.settings import Settings
+
+
+class CountingEmbedder(LexicalEmbedder):
+    """The real lexical embedder, counting the texts it embeds."""
+
+    def __init__(self) -> None:
+        super().__init__(256)
+        self.texts = 0
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        self.texts += len(texts)
+        return super().embed(texts)
+
+
+def test_sync_embeds_only_new_or_changed_incidents(seed_history: History, tmp_path: Path) -> None:
+    embedder = CountingEmbedder()
+    neighbours = VectorNeighbours(embedder, index_dir=tmp_path)
+    first = neighbours.sync(seed_history)
+    assert first.embedded == len(seed_history)
+    assert first.removed == 0
+    assert neighbours.sync(seed_history).embedded == 0
+
+    changed = [
+        i.model_copy(update={"title": "Changed title"}) if i.id == "PAR-010" else i
+        for i in seed_history.incidents
+        if i.id != "PAR-011"
+    ]
+    report = neighbours.sync(History(changed))
+    assert (report.embedded, report.removed) == (1, 1)
+
+    # A new process loads the saved index and embeds nothing.
+    again = CountingEmbedder()
+    reloaded = VectorNeighbours(again, index_dir=tmp_path)
+    assert len(reloaded.index) == len(changed)
+    assert reloaded.sync(History(changed)).embedded == 0
+    assert again.texts == 0
+
+
+def test_neighbours_are_calibrated_and_domain_filtered(seed_history: History) -> None:
+    neighbours = VectorNeighbours(LexicalEmbedder())
+    spec = RemediationRequestSpec.model_validate(
+        {
+            "action": "renew_cert",
+            "target": {"kind": "Certificate", "name": "api-tls"},
+            "description": "Renew the expired TLS certificate of the ingress",
+            "domain": "network",
+        }
+    )
+    found = neighbours.neighbours(normalize_request(spec), seed_history, 10)
+    assert found
+    assert all(0 < s <= 1 for s in found.values())
+    assert all(seed_history.incidents[p].domain == "network" for p in found)
+    best = max(found, key=found.__getitem__)
+    assert seed_history.incidents[best].id == "PAR-008"
+
+
+def test_build_from_settings() -> None:
+    settings = Settings(embedding_dimension=128, semantic_floor=0.05, ranking_vector_weight=0.9)
+    neighbours = build_neighbours(settings)
+    assert neighbours.name == "lexical-128"
+    assert neighbours.calibration.floor == 0.05
+    weights = ranking_weights(settings)
+    assert weights.vector_weight == 0.9
+    assert weights.priority_weights[Severity.LOW] == 0.3
+    assert Incident.model_validate({"id": "x", "title": "y"}).severity is Severity.MEDIUM
