@@ -11,6 +11,7 @@ import click
 import yaml
 
 from precedent.adapters.loader import NamedRequest, load_incidents, load_requests
+from precedent.adapters.selector import build_selector, select_all
 from precedent.core.assess import Assessor
 from precedent.core.history import History
 from precedent.core.policy import PolicyEngine
@@ -80,7 +81,15 @@ def main() -> None:
     show_default=True,
     help="table: one line per request; json/yaml: the full assessments.",
 )
-def score(paths: tuple[str, ...], history: tuple[str, ...], output: str) -> None:
+@click.option(
+    "--catalog",
+    metavar="PATH|URL",
+    help="Playbook catalog: YAML file or directory, or a Context API URL. Default: "
+    "$PRECEDENT_CATALOG, else data/playbooks if it exists, else no playbook selection.",
+)
+def score(
+    paths: tuple[str, ...], history: tuple[str, ...], output: str, catalog: str | None
+) -> None:
     """Score RemediationRequest documents in PATHS (files, directories, or - for stdin)."""
     settings = Settings()
     try:
@@ -94,7 +103,13 @@ def score(paths: tuple[str, ...], history: tuple[str, ...], output: str) -> None
             top_k=settings.top_similar,
             policy=PolicyEngine(enforce=settings.policy_mode == "enforce"),
         )
-        results = [(req, assessor.assess(req.spec)) for req in requests]
+        selector = build_selector(catalog, settings)
+        picks = select_all(selector, [r.spec for r in requests]) if selector else None
+        decisions = [p.decision for p in picks] if picks else [None] * len(requests)
+        results = [
+            (req, assessor.assess(req.spec, playbook=decision))
+            for req, decision in zip(requests, decisions, strict=True)
+        ]
     except PrecedentError as exc:
         _fail(str(exc))
         return
@@ -122,6 +137,7 @@ def _score_table(results: Sequence[tuple[NamedRequest, Assessment]]) -> str:
                 top.id if top else "-",
                 f"{top.similarity:.2f}" if top else "-",
                 str(a.similar_count),
+                *_playbook_cells(a),
             ]
         )
     headers = [
@@ -133,8 +149,19 @@ def _score_table(results: Sequence[tuple[NamedRequest, Assessment]]) -> str:
         "TOP INCIDENT",
         "SIMILARITY",
         "SIMILAR",
+        "PLAYBOOK",
+        "CONFIDENCE",
+        "METHOD",
     ]
     return format_table(headers, rows)
+
+
+def _playbook_cells(a: Assessment) -> list[str]:
+    if a.playbook is not None:
+        return [a.playbook.id, f"{a.playbook.confidence:.2f}", a.playbook.selection_method]
+    if a.recommendation is not None:
+        return [a.recommendation.action, "-", "-"]
+    return ["-", "-", "-"]
 
 
 def _full(req: NamedRequest, assessment: Assessment) -> dict[str, Any]:
@@ -145,6 +172,10 @@ def _full(req: NamedRequest, assessment: Assessment) -> dict[str, Any]:
         "assessment": assessment.model_dump(mode="json", by_alias=True, exclude_none=True),
     }
 
+
+from precedent.catalog_cli import catalog  # noqa: E402  (registered last: it imports from here)
+
+main.add_command(catalog)
 
 if __name__ == "__main__":  # pragma: no cover
     main()
