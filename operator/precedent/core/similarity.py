@@ -89,11 +89,12 @@ class RuleScores:
 
     def parts(self, i: int) -> RuleParts:
         """The parts of incident ``i``."""
+        # The arrays hold float32 copies of the weights; report the exact weights.
         return RuleParts(
-            action=float(self.action[i]),
-            resource_type=float(self.resource_type[i]),
-            resource_name=float(self.resource_name[i]),
-            tags=float(self.tags[i]),
+            action=W_ACTION if self.action[i] else 0.0,
+            resource_type=W_RESOURCE_TYPE if self.resource_type[i] else 0.0,
+            resource_name=W_RESOURCE_NAME if self.resource_name[i] else 0.0,
+            tags=W_TAGS if self.tags[i] else 0.0,
         )
 
 

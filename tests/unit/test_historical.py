@@ -1,0 +1,321 @@
+"""The historical pattern scorer against the bundled history: seed 000's tables and test groups."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from precedent.adapters.loader import load_incidents
+from precedent.core.assess import Assessor
+from precedent.core.historical import evaluate_history
+from precedent.core.history import DuplicateIncidentError, History
+from precedent.core.normalize import normalize_request
+from precedent.models import (
+    Assessment,
+    Band,
+    Decision,
+    Incident,
+    RemediationRequestSpec,
+    RiskAssessment,
+    SimilarIncident,
+)
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+
+
+@pytest.fixture(scope="module")
+def history() -> History:
+    return History(load_incidents([DATA / "incidents"]))
+
+
+@pytest.fixture(scope="module")
+def assessor(history: History) -> Assessor:
+    return Assessor(history, mode="rules")
+
+
+def spec(action: str, kind: str, name: str, **target: str) -> RemediationRequestSpec:
+    return RemediationRequestSpec.model_validate(
+        {"action": action, "target": {"kind": kind, "name": name, **target}}
+    )
+
+
+RESTART = spec("restart_service", "managedClusters", "payment-api")
+MODIFY_NSG = spec("modify_nsg", "networkSecurityGroups", "nsg-east")
+SCALE_DOWN = spec("scale_down", "managedClusters", "aks-prod")
+UPDATE_CONFIG = spec("update_config", "servers", "sql-prod")
+SCALE_UP = spec("scale_up", "virtualMachines", "web-tier-01")
+UNKNOWN = spec("frobnicate", "QuantumFluxCapacitor", "flux-1")
+
+# Seed 000, "Real Examples From Seed Data".
+SEED_TABLE = [
+    (RESTART, "INC-2025-0847", 1.0, 100, Band.HIGH, Decision.DENIED),
+    (MODIFY_NSG, "INC-2025-0923", 1.0, 100, Band.HIGH, Decision.DENIED),
+    (SCALE_DOWN, "INC-2025-1089", 1.0, None, Band.HIGH, Decision.DENIED),  # "75+"
+    (UPDATE_CONFIG, "INC-2025-0634", 1.0, 40, Band.MEDIUM, Decision.ESCALATED),
+    (SCALE_UP, "INC-2026-0012", 0.8, 8, Band.LOW, Decision.APPROVED),
+]
+
+
+# --- The seed table ---
+
+
+@pytest.mark.parametrize(
+    ("request_spec", "top", "similarity", "score", "band", "decision"),
+    SEED_TABLE,
+    ids=["restart", "modify_nsg", "scale_down", "update_config", "scale_up"],
+)
+def test_seed_table(
+    assessor: Assessor,
+    request_spec: RemediationRequestSpec,
+    top: str,
+    similarity: float,
+    score: float | None,
+    band: Band,
+    decision: Decision,
+) -> None:
+    result = assessor.assess(request_spec)
+    assert result.risk.most_relevant_incident == top
+    assert result.similar_incidents[0].id == top
+    assert result.similar_incidents[0].similarity == pytest.approx(similarity)
+    if score is None:
+        assert result.risk.score >= 75
+    else:
+        assert result.risk.score == pytest.approx(score)
+    assert result.risk.band is band
+    assert result.risk.decision is decision
+
+
+# --- Return type & fields (4) ---
+
+
+def test_returns_an_assessment(assessor: Assessor) -> None:
+    assert isinstance(assessor.assess(RESTART), Assessment)
+
+
+def test_risk_is_a_risk_assessment_with_score_in_range(assessor: Assessor) -> None:
+    risk = assessor.assess(SCALE_DOWN).risk
+    assert isinstance(risk, RiskAssessment)
+    assert 0 <= risk.score <= 100
+
+
+def test_band_and_decision_are_enums(assessor: Assessor) -> None:
+    risk = assessor.assess(UPDATE_CONFIG).risk
+    assert isinstance(risk.band, Band)
+    assert isinstance(risk.decision, Decision)
+
+
+def test_engine_info_and_input_hash(assessor: Assessor, history: History) -> None:
+    result = assessor.assess(RESTART)
+    assert result.engine.history_size == len(history)
+    assert result.engine.similarity_mode == "rules"
+    assert result.input_hash.startswith("sha256:")
+    assert result.input_hash == assessor.assess(RESTART).input_hash
+    assert result.input_hash != assessor.assess(SCALE_UP).input_hash
+
+
+# --- No-match scenario (2) ---
+
+
+def test_unknown_resource_type_scores_zero(assessor: Assessor) -> None:
+    result = assessor.assess(UNKNOWN)
+    assert result.risk.score == 0
+    assert result.risk.band is Band.LOW
+    assert result.similar_incidents == []
+    assert result.similar_count == 0
+    assert result.risk.most_relevant_incident is None
+
+
+def test_no_match_reasoning_says_so(assessor: Assessor) -> None:
+    reasoning = assessor.assess(UNKNOWN).risk.reasoning
+    assert reasoning.startswith("No similar past incidents")
+    assert "0.30" in reasoning
+
+
+# --- High-risk scenarios (8) ---
+
+
+@pytest.mark.parametrize("request_spec", [RESTART, MODIFY_NSG, SCALE_DOWN])
+def test_high_risk_requests_are_denied(
+    assessor: Assessor, request_spec: RemediationRequestSpec
+) -> None:
+    result = assessor.assess(request_spec)
+    assert result.risk.band is Band.HIGH
+    assert result.risk.decision is Decision.DENIED
+
+
+def test_restart_finds_the_cascade_incident_with_all_four_dimensions(assessor: Assessor) -> None:
+    top = assessor.assess(RESTART).similar_incidents[0]
+    assert (top.parts.action, top.parts.resource_type, top.parts.resource_name, top.parts.tags) == (
+        0.4,
+        0.3,
+        0.2,
+        0.1,
+    )
+    assert top.severity == "critical"
+
+
+def test_nsg_change_by_resource_id(assessor: Assessor) -> None:
+    by_id = spec(
+        "modify_nsg",
+        "nsg",
+        "whatever",
+        resourceId="/subscriptions/s/resourceGroups/rg-network/providers/Microsoft.Network/"
+        "networkSecurityGroups/nsg-east",
+    )
+    result = assessor.assess(by_id)
+    assert result.risk.most_relevant_incident == "INC-2025-0923"
+    assert result.risk.score == 100
+
+
+def test_scale_down_is_more_than_its_top_incident_alone(assessor: Assessor) -> None:
+    result = assessor.assess(SCALE_DOWN)
+    assert result.similar_count > 1
+    assert result.risk.score > 75
+
+
+def test_critical_match_of_a_different_resource_still_counts(assessor: Assessor) -> None:
+    result = assessor.assess(spec("restart_service", "managedClusters", "checkout-api"))
+    assert result.risk.most_relevant_incident == "INC-2025-0847"
+    assert result.similar_incidents[0].similarity == pytest.approx(0.8)
+    assert result.risk.band is Band.HIGH
+
+
+# --- Low-risk scenario (4) ---
+
+
+def test_scale_up_is_approved(assessor: Assessor) -> None:
+    result = assessor.assess(SCALE_UP)
+    assert result.risk.band is Band.LOW
+    assert result.risk.decision is Decision.APPROVED
+
+
+def test_scale_up_has_one_low_severity_precedent(assessor: Assessor) -> None:
+    result = assessor.assess(SCALE_UP)
+    assert result.similar_count == 1
+    assert result.similar_incidents[0].severity == "low"
+
+
+def test_scale_up_name_does_not_match(assessor: Assessor) -> None:
+    parts = assessor.assess(SCALE_UP).similar_incidents[0].parts
+    assert parts.resource_name == 0.0
+    assert parts.rule == pytest.approx(0.8)
+
+
+def test_low_score_stays_under_the_escalation_line(assessor: Assessor) -> None:
+    assert assessor.assess(SCALE_UP).risk.score <= 25
+
+
+# --- Output fields (3) ---
+
+
+def test_most_relevant_incident_is_the_top_similar(assessor: Assessor) -> None:
+    result = assessor.assess(MODIFY_NSG)
+    assert result.risk.most_relevant_incident == result.similar_incidents[0].id
+
+
+def test_recommended_procedure_comes_from_the_top_incident(
+    assessor: Assessor, history: History
+) -> None:
+    result = assessor.assess(RESTART)
+    top = history.get("INC-2025-0847")
+    assert top is not None
+    assert result.risk.recommended_procedure == top.recommended_procedure
+    assert result.risk.recommended_procedure
+
+
+def test_no_match_has_no_procedure(assessor: Assessor) -> None:
+    assert assessor.assess(UNKNOWN).risk.recommended_procedure is None
+
+
+# --- SimilarIncident fields (3) ---
+
+
+def test_similar_incidents_have_similarity(assessor: Assessor) -> None:
+    for inc in assessor.assess(SCALE_DOWN).similar_incidents:
+        assert isinstance(inc, SimilarIncident)
+        assert 0.3 <= inc.similarity <= 1.0
+
+
+def test_similar_incidents_sorted_descending(assessor: Assessor) -> None:
+    sims = [i.similarity for i in assessor.assess(RESTART).similar_incidents]
+    assert sims == sorted(sims, reverse=True)
+
+
+def test_similar_incident_fields_are_populated(assessor: Assessor) -> None:
+    for inc in assessor.assess(SCALE_DOWN).similar_incidents:
+        assert inc.id
+        assert inc.title
+        assert inc.parts.rule == pytest.approx(
+            inc.parts.action + inc.parts.resource_type + inc.parts.resource_name + inc.parts.tags
+        )
+        assert inc.parts.counted == "rule"
+
+
+# --- Reasoning (2) ---
+
+
+def test_reasoning_names_the_top_incident(assessor: Assessor) -> None:
+    assert "INC-2025-0847" in assessor.assess(RESTART).risk.reasoning
+
+
+def test_reasoning_counts_the_similar_incidents(assessor: Assessor) -> None:
+    result = assessor.assess(SCALE_DOWN)
+    assert f"{result.similar_count} similar past incidents" in result.risk.reasoning
+
+
+# --- Dependency injection (2) ---
+
+
+def test_custom_history_path(tmp_path: Path) -> None:
+    custom = tmp_path / "history.yaml"
+    custom.write_text(
+        """
+apiVersion: precedent.dev/v1alpha1
+kind: Incident
+metadata: {name: inc-1}
+spec:
+  id: INC-1
+  title: Draining node-7 evicted the only etcd member
+  action: drain_node
+  resource: {type: Node, name: node-7}
+  severity: high
+  tags: [drain]
+"""
+    )
+    history = History(load_incidents([custom]))
+    result = Assessor(history).assess(spec("drain_node", "Node", "node-7"))
+    assert result.risk.most_relevant_incident == "INC-1"
+    assert result.risk.score == 75
+
+
+def test_empty_history_scores_zero(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("")
+    history = History(load_incidents([empty]))
+    assert len(history) == 0
+    result = Assessor(history).assess(RESTART)
+    assert result.risk.score == 0
+    assert result.risk.decision is Decision.APPROVED
+
+
+def test_duplicate_ids_are_rejected() -> None:
+    inc = Incident(id="INC-1", title="t")
+    with pytest.raises(DuplicateIncidentError, match="INC-1"):
+        History([inc, inc])
+
+
+def test_scalar_and_vectorised_paths_agree(history: History) -> None:
+    action = normalize_request(SCALE_DOWN)
+    result = evaluate_history(history, action, top_k=1000)
+    from precedent.core.similarity import rule_similarity
+
+    expected = sorted(
+        (
+            rule_similarity(i, action).total
+            for i in history
+            if rule_similarity(i, action).total >= 0.3
+        ),
+        reverse=True,
+    )
+    assert [s.similarity for s in result.similar] == pytest.approx(expected)
