@@ -21,10 +21,12 @@ The seed's worked examples do not add up under its own weights: "0.92 = semantic
 labels 1.0 + historical 0.95" is 0.942, "0.78 = 0.85 + 0.95 + 0.50" is 0.82, "0.65 = 0.80 +
 1.0 + 0.0" is 0.72. The tests check the formula and the order it produces, not those totals.
 
-Selection: every playbook is scored; those at or above ``min_confidence`` qualify, and so does
-a **new** playbook (no executions) that contradicts none of the request's labels and whose
-evidence-based part — the semantic and label parts re-weighted to sum to 1 — reaches
-``min_confidence``: it has no history to hold against it, so it is judged on what is known.
+Selection: every playbook is scored; those at or above ``min_confidence`` qualify. So does a
+**new** playbook (no executions) that contradicts none of the request's labels and either is
+labelled for this request (pins at least one of its labels to the request's value) or has an
+evidence part — semantic and label parts re-weighted to sum to 1 — that reaches
+``min_confidence``. It has no history to hold against it, so it is judged on what is known;
+its reported confidence is the full formula and stays low until it has run.
 Qualifying playbooks are sorted by confidence (ties by id), cut to ``max_results``; the first
 is selected, the next three are alternatives. When none qualifies the answer is a
 ``manual_investigation`` recommendation that says whether nothing matched (every playbook pins
@@ -552,12 +554,14 @@ class CatalogIndex:
 
     # -- scoring --------------------------------------------------------------------------
 
-    def _label_parts(self, query: PlaybookQuery) -> tuple[F64Array, BoolArray]:
+    def _label_parts(self, query: PlaybookQuery) -> tuple[F64Array, BoolArray, BoolArray]:
+        # (label match, pins some label to another value, pins some label to this value)
         n = self._high
         if not query.labels:
-            return np.full(n, NO_LABELS), np.zeros(n, dtype=bool)
+            return np.full(n, NO_LABELS), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
         total = np.zeros(n)
         mismatch = np.zeros(n, dtype=bool)
+        targeted = np.zeros(n, dtype=bool)
         for key, value in query.labels:
             pinned = self._pinned.get(key)
             if pinned is None:
@@ -572,7 +576,8 @@ class CatalogIndex:
             scores = np.where(accepts, LABEL_MATCH, LABEL_MISMATCH)
             total += np.where(pinned, scores, LABEL_UNPINNED)
             mismatch |= pinned & ~accepts
-        return total / len(query.labels), mismatch
+            targeted |= pinned & accepts
+        return total / len(query.labels), mismatch, targeted
 
     def _scored(
         self, row: int, semantic: F64Array, labels: F64Array, confidence: F64Array
@@ -600,14 +605,15 @@ class CatalogIndex:
         if not self._rows:
             return CatalogAnswer((), 0, self.name, catalog_size=0, consistent=0)
         q = self.embedder.embed([query.text])[0]
-        semantic = cosine_similarity(q, self._vectors[:n]).astype(np.float64)
-        labels, mismatch = self._label_parts(query)
+        # float32 dot products differ in the last bits between rows; 6 places is plenty.
+        semantic = np.round(cosine_similarity(q, self._vectors[:n]).astype(np.float64), 6)
+        labels, mismatch, targeted = self._label_parts(query)
         history = self._history[:n]
         confidence = combine(semantic, labels, history, self.weights)
         active = self._active[:n]
         threshold = query.min_confidence - _EPS
         evidence = _evidence(semantic, labels, self.weights)
-        new_ok = self._new[:n] & ~mismatch & (evidence >= threshold)
+        new_ok = self._new[:n] & ~mismatch & (targeted | (evidence >= threshold))
         qualifies = active & ((confidence >= threshold) | new_ok)
         rows = np.flatnonzero(qualifies)
         total = int(rows.size)
@@ -615,7 +621,7 @@ class CatalogIndex:
 
         def rank(row: int) -> tuple[float, str]:
             item = items[row]
-            return (-float(confidence[row]), item.id if item is not None else "")
+            return (-round(float(confidence[row]), 9), item.id if item is not None else "")
 
         chosen = sorted(rows.tolist(), key=rank)[: query.max_results]
         best_below = None
