@@ -44,7 +44,7 @@ from typing import Literal, Protocol, TypeVar
 import numpy as np
 import numpy.typing as npt
 
-from precedent.core.lexical import FloatMatrix, LexicalEmbedder, TextEmbedder, cosine_similarity
+from precedent.core.lexical import FloatMatrix, LexicalEmbedder, TextEmbedder
 from precedent.core.ports import PlaybookDecision
 from precedent.models import (
     Alternative,
@@ -455,7 +455,8 @@ class CatalogIndex:
         self._rows: dict[str, int] = {}
         self._items: list[Playbook | None] = []
         self._labels: list[dict[str, frozenset[str]]] = []
-        self._vectors: FloatMatrix = np.zeros((0, self.embedder.dim), dtype=np.float32)
+        # Transposed (dim × rows): a sparse query reads only its non-zero dimensions' rows.
+        self._vectors_t: FloatMatrix = np.zeros((self.embedder.dim, 0), dtype=np.float32)
         self._active: BoolArray = np.zeros(0, dtype=bool)
         self._history: F64Array = np.zeros(0)
         self._new: BoolArray = np.zeros(0, dtype=bool)
@@ -471,7 +472,9 @@ class CatalogIndex:
     # -- mutation -------------------------------------------------------------------------
 
     def _grow(self, capacity: int) -> None:
-        self._vectors = _resized(self._vectors, capacity)
+        grown_t = np.zeros((self.embedder.dim, capacity), dtype=np.float32)
+        grown_t[:, : self._vectors_t.shape[1]] = self._vectors_t
+        self._vectors_t = grown_t
         self._active = _resized(self._active, capacity)
         self._history = _resized(self._history, capacity)
         self._new = _resized(self._new, capacity)
@@ -517,7 +520,7 @@ class CatalogIndex:
         history = playbook.history
         self._labels[row] = labels
         self._items[row] = playbook
-        self._vectors[row] = vector
+        self._vectors_t[:, row] = vector
         self._history[row] = historical_success(
             float(history.successes), float(history.executions), self.prior
         )
@@ -553,6 +556,18 @@ class CatalogIndex:
         return playbook_id in self._rows
 
     # -- scoring --------------------------------------------------------------------------
+
+    def _semantic(self, query: npt.NDArray[np.float32], n: int) -> F64Array:
+        # Cosine with every row, clipped to 0–1 (cosine_similarity's rule). A lexical query has
+        # a few hundred non-zero dimensions: gathering those rows reads ~1% of the matrix.
+        nonzero = np.flatnonzero(query)
+        if nonzero.size * 4 < query.size:
+            raw = query[nonzero] @ self._vectors_t[nonzero, :n]
+        else:
+            raw = query @ self._vectors_t[:, :n]
+        # float32 sums differ in the last bits with the order of terms; 6 places is plenty.
+        scores: F64Array = np.round(np.clip(raw, 0.0, 1.0).astype(np.float64), 6)
+        return scores
 
     def _label_parts(self, query: PlaybookQuery) -> tuple[F64Array, BoolArray, BoolArray]:
         # (label match, pins some label to another value, pins some label to this value)
@@ -599,14 +614,29 @@ class CatalogIndex:
             executions=playbook.history.executions,
         )
 
+    def _best(self, rows: npt.NDArray[np.intp], confidence: F64Array, k: int) -> list[int]:
+        # The k best rows by confidence, ties by id. numpy finds the head; Python orders it.
+        if rows.size == 0:
+            return []
+        key = np.round(confidence[rows], 9)
+        if rows.size > k:
+            cutoff = np.partition(key, rows.size - k)[rows.size - k]
+            rows = rows[key >= cutoff]  # the k best and anything tied with the k-th
+        items = self._items
+
+        def rank(row: int) -> tuple[float, str]:
+            item = items[row]
+            return (-round(float(confidence[row]), 9), item.id if item is not None else "")
+
+        return sorted(rows.tolist(), key=rank)[:k]
+
     def search(self, query: PlaybookQuery) -> CatalogAnswer:
         """Score every playbook, keep the qualifying ones, best first (see the module doc)."""
         n = self._high
         if not self._rows:
             return CatalogAnswer((), 0, self.name, catalog_size=0, consistent=0)
         q = self.embedder.embed([query.text])[0]
-        # float32 dot products differ in the last bits between rows; 6 places is plenty.
-        semantic = np.round(cosine_similarity(q, self._vectors[:n]).astype(np.float64), 6)
+        semantic = self._semantic(q, n)
         labels, mismatch, targeted = self._label_parts(query)
         history = self._history[:n]
         confidence = combine(semantic, labels, history, self.weights)
@@ -617,17 +647,10 @@ class CatalogIndex:
         qualifies = active & ((confidence >= threshold) | new_ok)
         rows = np.flatnonzero(qualifies)
         total = int(rows.size)
-        items = self._items
-
-        def rank(row: int) -> tuple[float, str]:
-            item = items[row]
-            return (-round(float(confidence[row]), 9), item.id if item is not None else "")
-
-        chosen = sorted(rows.tolist(), key=rank)[: query.max_results]
-        best_below = None
+        chosen = self._best(rows, confidence, query.max_results)
         rest = np.flatnonzero(active & ~qualifies)
-        if rest.size:
-            best_below = self._scored(min(rest.tolist(), key=rank), semantic, labels, confidence)
+        below = self._best(rest, confidence, 1)
+        best_below = self._scored(below[0], semantic, labels, confidence) if below else None
         return CatalogAnswer(
             candidates=tuple(self._scored(r, semantic, labels, confidence) for r in chosen),
             total=total,
