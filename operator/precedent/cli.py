@@ -22,6 +22,23 @@ from precedent.settings import Settings
 __all__ = ["main"]
 
 
+class _BlockDumper(yaml.SafeDumper):
+    """Writes multi-line strings as literal blocks, the way people write them in YAML."""
+
+
+def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_BlockDumper.add_representer(str, _str_representer)
+
+
+def dump_yaml(docs: Sequence[Any]) -> str:
+    """Multi-document YAML with block-style multi-line strings."""
+    return yaml.dump_all(docs, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=100)
+
+
 def _fail(message: str) -> None:
     click.echo(f"error: {message}", err=True)
     sys.exit(1)
@@ -51,7 +68,7 @@ def _history_paths(history: tuple[str, ...], settings: Settings) -> list[str]:
     if history:
         return list(history)
     default = settings.history_path
-    if not default.exists():
+    if default is None or not default.exists():
         raise InputError(
             f"no history at {default}: pass --history PATH or set PRECEDENT_HISTORY_PATH"
         )
@@ -120,7 +137,7 @@ def score(
         if output == "json":
             click.echo(json.dumps(docs, indent=2))
         else:
-            click.echo(yaml.safe_dump_all(docs, sort_keys=False, allow_unicode=True), nl=False)
+            click.echo(dump_yaml(docs), nl=False)
 
 
 def _score_table(results: Sequence[tuple[NamedRequest, Assessment]]) -> str:

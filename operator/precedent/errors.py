@@ -56,6 +56,8 @@ def describe_validation(error: ValidationError, prefix: str = "") -> str:
             message = "unknown field"
         elif item["type"] == "missing":
             message = "required field is missing"
+        elif item["type"] == "value_error":
+            message = message.removeprefix("Value error, ")
         problems.append(f"{path}: {message}")
     more = len(problems) - 3
     text = "; ".join(problems[:3])

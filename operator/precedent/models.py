@@ -107,6 +107,13 @@ class Target(WireModel):
         description="Full ARM or Kubernetes path; its last segments give the type and short name.",
     )
 
+    @field_validator("resource_id")
+    @classmethod
+    def _resource_id_has_a_name(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip("/ "):
+            raise ValueError("must name a resource, e.g. /subscriptions/…/managedClusters/aks-prod")
+        return value
+
 
 class Signal(WireModel):
     """The alert or event that triggered the request."""

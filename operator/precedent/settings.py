@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = ["DEFAULT_CATALOG_PATH", "Settings"]
@@ -18,9 +18,10 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="PRECEDENT_", extra="ignore")
 
-    history_path: Path = Field(
+    history_path: Path | None = Field(
         default=Path("data/incidents"),
-        description="Incident YAML file or directory loaded at start-up (the bundled history).",
+        description="Incident YAML file or directory loaded at start-up; empty: none "
+        "(the operator then uses only Incident objects from the cluster).",
     )
     similarity_mode: Literal["rules", "semantic", "hybrid"] = Field(
         default="rules", description="How similarity is computed: rules, semantic or hybrid."
@@ -31,6 +32,13 @@ class Settings(BaseSettings):
     top_similar: int = Field(
         default=5, ge=1, le=50, description="Similar incidents listed in the status."
     )
+
+    @field_validator("history_path", mode="before")
+    @classmethod
+    def _empty_means_none(cls, value: object) -> object:
+        # PRECEDENT_HISTORY_PATH="" must mean "no file history", not the current directory.
+        return None if value == "" else value
+
     policy_mode: Literal["enforce", "audit"] = Field(
         default="enforce",
         description="enforce: escalated requests wait for approval; audit: record only.",
@@ -95,6 +103,12 @@ class Settings(BaseSettings):
     catalog_port: int = Field(
         default=8080, ge=0, le=65535, description="Port `precedent catalog serve` listens on."
     )
+
+    @field_validator("catalog", "catalog_fallback", mode="before")
+    @classmethod
+    def _empty_catalog_means_none(cls, value: object) -> object:
+        # PRECEDENT_CATALOG="" means "not set", like PRECEDENT_HISTORY_PATH.
+        return None if value == "" else value
 
     @model_validator(mode="after")
     def _weights_sum_to_one(self) -> Settings:
