@@ -143,6 +143,37 @@ def test_new_unlabelled_playbook_needs_evidence() -> None:
     assert ids == ["new-relevant"]
 
 
+def test_new_playbook_does_not_displace_a_better_established_one() -> None:
+    labels = {"incident-type": ["bad-rollout"]}
+    established = pb("deployment-rollback", "rolls back the deployment", labels, runs=60, ok=57)
+    new = pb("db-migration-rollback", "reverts a database schema migration", labels, 0, 0)
+    query = PlaybookQuery.create(
+        "error rate spike after the release; roll back", {"incident-type": "bad-rollout"}
+    )
+    index = CatalogIndex([established, new])
+    answer = index.search(PlaybookQuery.create(query.text, query.labels, min_confidence=0.0))
+    scores = {c.id: c.confidence for c in answer.candidates}
+    assert scores["db-migration-rollback"] < scores["deployment-rollback"] < 0.9
+    strict = index.search(PlaybookQuery.create(query.text, query.labels, min_confidence=0.9))
+    # The established playbook was turned away with a higher score: the new one is not listed.
+    assert strict.candidates == ()
+    assert strict.best_below is not None
+    assert strict.best_below.id == "deployment-rollback"
+    index.remove("deployment-rollback")
+    [only] = index.search(
+        PlaybookQuery.create(query.text, query.labels, min_confidence=0.9)
+    ).candidates
+    assert only.id == "db-migration-rollback"
+
+
+def test_new_playbook_pinned_only_to_a_generic_label_is_not_listed() -> None:
+    index = CatalogIndex(
+        [pb("new-prod-only", "renews a certificate", {"environment": ["production"]}, 0, 0)]
+    )
+    query = PlaybookQuery.create("database failure", {"environment": "production"})
+    assert index.search(query).candidates == ()
+
+
 def test_established_playbook_below_threshold_is_not_listed() -> None:
     index = CatalogIndex([pb("old", "Renews the TLS certificate of an ingress", runs=50, ok=50)])
     answer = index.search(PlaybookQuery.create("database failure"))

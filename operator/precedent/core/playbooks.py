@@ -21,12 +21,15 @@ The seed's worked examples do not add up under its own weights: "0.92 = semantic
 labels 1.0 + historical 0.95" is 0.942, "0.78 = 0.85 + 0.95 + 0.50" is 0.82, "0.65 = 0.80 +
 1.0 + 0.0" is 0.72. The tests check the formula and the order it produces, not those totals.
 
-Selection: every playbook is scored; those at or above ``min_confidence`` qualify. So does a
-**new** playbook (no executions) that contradicts none of the request's labels and either is
-labelled for this request (pins at least one of its labels to the request's value) or has an
-evidence part — semantic and label parts re-weighted to sum to 1 — that reaches
-``min_confidence``. It has no history to hold against it, so it is judged on what is known;
-its reported confidence is the full formula and stays low until it has run.
+Selection: every playbook is scored; those at or above ``min_confidence`` qualify. New
+playbooks are always listed (seed 004) when they are relevant: a **new** playbook (no
+executions) qualifies below ``min_confidence`` when it contradicts none of the request's
+labels, either pins the request's ``incident-type`` (it was written for this kind of incident)
+or has an evidence part — semantic and label parts re-weighted to sum to 1 — that reaches
+``min_confidence``, and no established playbook that also fits the labels scored higher and
+was turned away: a new playbook is a best guess where nothing proven fits, never a way around
+a proven one. Its reported confidence is the full formula, low until it has run, and the
+rationale says when a pick is below ``min_confidence``.
 Qualifying playbooks are sorted by confidence (ties by id), cut to ``max_results``; the first
 is selected, the next three are alternatives. When none qualifies the answer is a
 ``manual_investigation`` recommendation that says whether nothing matched (every playbook pins
@@ -57,6 +60,7 @@ from precedent.models import (
 __all__ = [
     "DEFAULT_MAX_RESULTS",
     "DEFAULT_MIN_CONFIDENCE",
+    "INCIDENT_TYPE",
     "LABEL_MATCH",
     "LABEL_MISMATCH",
     "LABEL_UNPINNED",
@@ -90,6 +94,7 @@ LABEL_MISMATCH = 0.0
 LABEL_UNPINNED = 0.5
 NO_LABELS = 0.5
 WILDCARD = "*"
+INCIDENT_TYPE = "incident-type"
 
 DEFAULT_MIN_CONFIDENCE = 0.7
 DEFAULT_MAX_RESULTS = 10
@@ -331,7 +336,7 @@ class PlaybookQuery:
     @property
     def incident_type(self) -> str:
         """The ``incident-type`` label, or ``unknown``."""
-        return dict(self.labels).get("incident-type", "unknown")
+        return dict(self.labels).get(INCIDENT_TYPE, "unknown")
 
     def cache_key(self) -> str:
         """The normalised query: whitespace-collapsed lower-case text, labels, parameters."""
@@ -570,7 +575,7 @@ class CatalogIndex:
         return scores
 
     def _label_parts(self, query: PlaybookQuery) -> tuple[F64Array, BoolArray, BoolArray]:
-        # (label match, pins some label to another value, pins some label to this value)
+        # (label match, pins some label to another value, pins the request's incident type)
         n = self._high
         if not query.labels:
             return np.full(n, NO_LABELS), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
@@ -591,7 +596,8 @@ class CatalogIndex:
             scores = np.where(accepts, LABEL_MATCH, LABEL_MISMATCH)
             total += np.where(pinned, scores, LABEL_UNPINNED)
             mismatch |= pinned & ~accepts
-            targeted |= pinned & accepts
+            if key == INCIDENT_TYPE:
+                targeted |= pinned & accepts
         return total / len(query.labels), mismatch, targeted
 
     def _scored(
@@ -643,7 +649,11 @@ class CatalogIndex:
         active = self._active[:n]
         threshold = query.min_confidence - _EPS
         evidence = _evidence(semantic, labels, self.weights)
-        new_ok = self._new[:n] & ~mismatch & (targeted | (evidence >= threshold))
+        new = self._new[:n]
+        fits = active & ~mismatch
+        turned_away = fits & ~new & (confidence < threshold)
+        bar = float(confidence[turned_away].max()) if turned_away.any() else 0.0
+        new_ok = new & fits & (targeted | (evidence >= threshold)) & (confidence >= bar - _EPS)
         qualifies = active & ((confidence >= threshold) | new_ok)
         rows = np.flatnonzero(qualifies)
         total = int(rows.size)
@@ -656,7 +666,7 @@ class CatalogIndex:
             total=total,
             source=self.name,
             catalog_size=len(self._rows),
-            consistent=int((active & ~mismatch).sum()),
+            consistent=int(fits.sum()),
             best_below=best_below,
         )
 
@@ -671,7 +681,11 @@ def _percent(value: float) -> str:
 
 
 def _rationale(
-    pick: ScoredPlaybook, weights: ConfidenceWeights, source_note: str | None, alternatives: int
+    pick: ScoredPlaybook,
+    query: PlaybookQuery,
+    weights: ConfidenceWeights,
+    source_note: str | None,
+    alternatives: int,
 ) -> str:
     sentence = f"Selected {pick.id} {pick.version} with confidence {_percent(pick.confidence)}"
     if pick.parts is not None:
@@ -681,6 +695,11 @@ def _rationale(
         sentence += " (the Context API reports the total only, not its parts)"
     if pick.is_new:
         sentence += ", a new playbook with no execution history"
+        if pick.confidence < query.min_confidence:
+            sentence += (
+                f", listed below min_confidence {_percent(query.min_confidence)} because new "
+                "playbooks are judged without history"
+            )
     if alternatives:
         sentence += f"; {alternatives} alternative{'s' if alternatives > 1 else ''} listed"
     sentence += "."
@@ -765,7 +784,7 @@ def decide(
         confidence=round(min(max(pick.confidence, 0.0), 1.0), 4),
         components=pick.parts.components() if pick.parts else {},
         selection_method=method,
-        rationale=_rationale(pick, weights, note, len(alternatives)),
+        rationale=_rationale(pick, query, weights, note, len(alternatives)),
     )
     return PlaybookDecision(selection=selection, alternatives=alternatives)
 
