@@ -241,9 +241,16 @@ def test_all_below_threshold_says_none_was_confident_enough(index: CatalogIndex)
     reason = decision.recommendation.reason
     assert reason.startswith("no playbook confident enough")
     assert "below min_confidence 0.90" in reason
-    assert any(
-        "review the closest playbook" in s for s in decision.recommendation.suggested_actions
-    )
+    # Far below the bar: not worth suggesting by hand.
+    assert not any("closest playbook" in s for s in decision.recommendation.suggested_actions)
+
+
+def test_a_near_miss_is_suggested_for_review(index: CatalogIndex) -> None:
+    query = PlaybookQuery.create("pod memory pressure", OOM_LABELS, min_confidence=0.8)
+    decision = decide(query, index.search(query))
+    assert decision.recommendation is not None
+    steps = decision.recommendation.suggested_actions
+    assert any("review the closest playbook, pod-oom-recovery v1.2" in s for s in steps)
 
 
 def test_every_playbook_contradicting_the_labels_says_none_matched() -> None:

@@ -147,7 +147,7 @@ def _labels(request: web.Request) -> list[tuple[str, str]]:
         try:
             labels.append(parse_label(raw))
         except ValueError as exc:
-            raise _invalid("labels", f"labels: {exc}; expected key:value") from None
+            raise _invalid("labels", f"labels: {exc}") from None
     return labels
 
 

@@ -101,6 +101,7 @@ DEFAULT_MAX_RESULTS = 10
 MAX_RESULTS_LIMIT = 100
 MAX_ALTERNATIVES = 3
 MAX_DESCRIPTION_BYTES = 8192
+NEAR_MISS = 0.1  # a playbook this close below min_confidence is worth a look by hand
 
 SelectionMethod = Literal["data_driven", "fallback"]
 
@@ -713,7 +714,7 @@ def _suggestions(query: PlaybookQuery, answer: CatalogAnswer | None) -> list[str
         f"review recent changes to {subject} (rollouts, configuration, scaling)",
     ]
     near = answer.best_below if answer else None
-    if near is not None:
+    if near is not None and near.confidence >= query.min_confidence - NEAR_MISS:
         steps.append(
             f"review the closest playbook, {near.id} {near.version} "
             f"(confidence {_percent(near.confidence)}), before running any step by hand"
