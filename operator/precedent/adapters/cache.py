@@ -22,7 +22,9 @@ class CacheHit(Generic[V]):
     """A cached value and its age in seconds."""
 
     value: V
+    """The cached value."""
     age: float
+    """Seconds since it was stored."""
 
 
 class TTLCache(Generic[V]):

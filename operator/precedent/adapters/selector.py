@@ -61,7 +61,9 @@ class SelectionOutcome:
     """One selection: the decision for the core, and how it was reached."""
 
     query: PlaybookQuery
+    """The query the selection answered."""
     decision: PlaybookDecision
+    """What goes to ``Assessor.assess(spec, playbook=…)``."""
     method: SelectionMethod
     """``data_driven`` when the configured catalog answered, ``fallback`` otherwise."""
     source: str | None

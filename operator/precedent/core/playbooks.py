@@ -22,14 +22,15 @@ labels 1.0 + historical 0.95" is 0.942, "0.78 = 0.85 + 0.95 + 0.50" is 0.82, "0.
 1.0 + 0.0" is 0.72. The tests check the formula and the order it produces, not those totals.
 
 Selection: every playbook is scored; those at or above ``min_confidence`` qualify. New
-playbooks are always listed (seed 004) when they are relevant: a **new** playbook (no
-executions) qualifies below ``min_confidence`` when it contradicts none of the request's
-labels, either pins the request's ``incident-type`` (it was written for this kind of incident)
-or has an evidence part — semantic and label parts re-weighted to sum to 1 — that reaches
+playbooks are always listed when they are relevant: a **new** playbook (no executions)
+qualifies below ``min_confidence`` when it contradicts none of the request's labels, either
+pins the request's ``incident-type`` (it was written for this kind of incident) or has an
+evidence part — semantic and label parts re-weighted to sum to 1 — that reaches
 ``min_confidence``, and no established playbook that also fits the labels scored higher and
 was turned away: a new playbook is a best guess where nothing proven fits, never a way around
 a proven one. Its reported confidence is the full formula, low until it has run, and the
 rationale says when a pick is below ``min_confidence``.
+
 Qualifying playbooks are sorted by confidence (ties by id), cut to ``max_results``; the first
 is selected, the next three are alternatives. When none qualifies the answer is a
 ``manual_investigation`` recommendation that says whether nothing matched (every playbook pins
@@ -118,11 +119,14 @@ _G = TypeVar("_G", bound=np.generic)
 
 @dataclass(frozen=True, slots=True)
 class ConfidenceWeights:
-    """Weights of the three parts; non-negative and summing to 1 (seed 004: 0.4 / 0.4 / 0.2)."""
+    """Weights of the three parts; non-negative and summing to 1."""
 
     semantic: float = 0.4
+    """Weight of semantic similarity."""
     labels: float = 0.4
+    """Weight of label match."""
     historical: float = 0.2
+    """Weight of smoothed historical success."""
 
     def __post_init__(self) -> None:
         parts = (self.semantic, self.labels, self.historical)
@@ -137,7 +141,9 @@ class SuccessPrior:
     """Pseudo-counts added to a playbook's record before its success rate is taken."""
 
     successes: float = 1.0
+    """Pseudo-successes added to every record."""
     failures: float = 1.0
+    """Pseudo-failures added to every record."""
 
     def __post_init__(self) -> None:
         if self.successes <= 0 or self.failures <= 0:
@@ -167,9 +173,13 @@ class ConfidenceParts:
     """The three parts of one playbook's confidence, and their weighted total."""
 
     semantic: float
+    """Semantic similarity, 0–1."""
     labels: float
+    """Label match, 0–1."""
     historical: float
+    """Smoothed historical success, 0–1."""
     confidence: float
+    """The weighted total, 0–1."""
 
     def components(self) -> dict[str, float]:
         """``{semantic, labelMatch, historical}`` rounded to 4 places, as the status shows."""
@@ -270,10 +280,15 @@ class PlaybookQuery:
     """What the catalog is asked: text, labels and the two selection parameters."""
 
     text: str
+    """Request text: its action in words and its description (the API's ``description``)."""
     labels: tuple[tuple[str, str], ...] = ()
+    """Normalised ``(key, value)`` pairs, sorted by key."""
     min_confidence: float = DEFAULT_MIN_CONFIDENCE
+    """Lowest confidence listed (new playbooks aside), 0–1."""
     max_results: int = DEFAULT_MAX_RESULTS
+    """Most playbooks returned, 1–100."""
     subject: str = field(default="", compare=False)
+    """The target, for suggested actions; not part of the query's identity."""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.min_confidence <= 1.0:
@@ -353,11 +368,17 @@ class ScoredPlaybook:
     """One playbook with its confidence; ``parts`` only when scored in this process."""
 
     id: str
+    """Playbook id."""
     version: str
+    """Playbook version."""
     description: str
+    """What the playbook does."""
     confidence: float
+    """Confidence, 0–1."""
     parts: ConfidenceParts | None = None
+    """The parts of the confidence (None through the HTTP path)."""
     executions: int | None = None
+    """How many times it ran (None through the HTTP path)."""
 
     @property
     def is_new(self) -> bool:

@@ -1,6 +1,6 @@
 """Retry and circuit-breaker policies for remote calls: pure, clock and randomness injected.
 
-``RetryPolicy``: after a failed attempt, retry up to ``retries`` times (seed 004: 3), waiting
+``RetryPolicy``: after a failed attempt, retry up to ``retries`` times, waiting
 ``min(max_delay, base_delay × 2^(n-1))`` before retry n, less a random share of up to
 ``jitter`` of it, so clients that failed together do not retry together.
 
@@ -23,9 +23,13 @@ class RetryPolicy:
     """How many times to retry and how long to wait before each retry."""
 
     retries: int = 3
+    """Retries after the first attempt (seed 004: 3)."""
     base_delay: float = 0.1
+    """Seconds before the first retry; doubles for each later one."""
     max_delay: float = 1.0
+    """Longest wait between two attempts, in seconds."""
     jitter: float = 0.5
+    """Largest share of a delay taken off at random, 0–1."""
 
     def __post_init__(self) -> None:
         if self.retries < 0:
