@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from pydantic import ValidationError
 
 from precedent.adapters.catalog_local import LocalPlaybookCatalog
 from precedent.adapters.context_api import run
@@ -24,6 +25,20 @@ __all__ = ["catalog"]
 def _fail(message: str) -> None:
     click.echo(f"error: {message}", err=True)
     sys.exit(1)
+
+
+def _settings() -> Settings:
+    try:
+        return Settings()
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            message = str(error["msg"]).removeprefix("Value error, ")
+            names = [str(part) for part in error["loc"]]
+            env = f"PRECEDENT_{'_'.join(names).upper()}: " if names else ""
+            problems.append(f"{env}{message}")
+        _fail(f"configuration: {'; '.join(problems)}")
+        raise  # unreachable: _fail exits
 
 
 @click.group()
@@ -44,7 +59,7 @@ def catalog() -> None:
 )
 def serve(location: str | None, host: str | None, port: int | None) -> None:
     """Serve GET /api/v1/context/playbooks, /healthz and /metrics."""
-    settings = Settings()
+    settings = _settings()
     location = location or settings.catalog or str(DEFAULT_CATALOG_PATH)
     if location.startswith(("http://", "https://")):
         _fail(f"catalog serve needs a path, not a URL: {location}")
@@ -147,7 +162,7 @@ def query(
     output: str,
 ) -> None:
     """Rank the catalog's playbooks for DESCRIPTION and show the selection."""
-    settings = Settings()
+    settings = _settings()
     try:
         pairs = [parse_label(label) for label in labels]
         selector = build_selector(location, settings)

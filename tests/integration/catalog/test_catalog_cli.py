@@ -184,3 +184,15 @@ def test_catalog_serve_refuses_a_url() -> None:
     proc = run("catalog", "serve", "--catalog", "http://example.invalid")
     assert proc.returncode == 1
     assert "needs a path, not a URL" in proc.stderr
+
+
+def test_bad_settings_are_one_line_naming_the_variable() -> None:
+    proc = run("catalog", "query", "x", env={"PRECEDENT_MIN_CONFIDENCE": "2"})
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == (
+        "error: configuration: PRECEDENT_MIN_CONFIDENCE: Input should be less than or equal to 1"
+    )
+    weights = run("catalog", "query", "x", env={"PRECEDENT_CONFIDENCE_WEIGHT_SEMANTIC": "0.9"})
+    assert (
+        weights.stderr.strip() == "error: configuration: confidence weights must sum to 1, got 1.5"
+    )
