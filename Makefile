@@ -20,7 +20,7 @@ install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 
 demo: install
-	$(BIN)/precedent score data/requests/
+	$(BIN)/precedent demo
 
 lint: install-dev
 	$(BIN)/ruff check operator tests

@@ -17,6 +17,7 @@ from precedent.adapters.context_api import run
 from precedent.adapters.selector import PlaybookSelector, SelectionOutcome, build_selector
 from precedent.core.playbooks import PlaybookQuery, parse_label
 from precedent.errors import PrecedentError
+from precedent.output import format_table
 from precedent.settings import DEFAULT_CATALOG_PATH, Settings
 
 __all__ = ["catalog"]
@@ -108,8 +109,6 @@ def _outcome_document(outcome: SelectionOutcome) -> dict[str, Any]:
 
 
 def _outcome_table(outcome: SelectionOutcome) -> str:
-    from precedent.cli import format_table  # the CLI's table format, imported late (cycle)
-
     rows = []
     for c in outcome.answer.candidates if outcome.answer else ():
         parts = c.parts.components() if c.parts else {}

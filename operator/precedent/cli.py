@@ -8,52 +8,26 @@ from collections.abc import Sequence
 from typing import Any
 
 import click
-import yaml
 
 from precedent.adapters.loader import NamedRequest, load_incidents, load_requests
 from precedent.adapters.selector import build_selector, select_all
+from precedent.catalog_cli import catalog
 from precedent.core.assess import Assessor
 from precedent.core.history import History
 from precedent.core.policy import PolicyEngine
+from precedent.demo import demo_command
 from precedent.errors import InputError, PrecedentError
 from precedent.models import Assessment
+from precedent.output import dump_yaml, format_table
+from precedent.sandbox.cli import sandbox_command
 from precedent.settings import Settings
 
 __all__ = ["main"]
 
 
-class _BlockDumper(yaml.SafeDumper):
-    """Writes multi-line strings as literal blocks, the way people write them in YAML."""
-
-
-def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_BlockDumper.add_representer(str, _str_representer)
-
-
-def dump_yaml(docs: Sequence[Any]) -> str:
-    """Multi-document YAML with block-style multi-line strings."""
-    return yaml.dump_all(docs, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=100)
-
-
 def _fail(message: str) -> None:
     click.echo(f"error: {message}", err=True)
     sys.exit(1)
-
-
-def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """kubectl-style columns: upper-case headers, left-aligned, three spaces apart."""
-    widths = [len(h) for h in headers]
-    for row in rows:
-        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
-    lines = [
-        "   ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
-        for r in [headers, *rows]
-    ]
-    return "\n".join(lines)
 
 
 def load_history(paths: Sequence[str]) -> History:
@@ -190,8 +164,8 @@ def _full(req: NamedRequest, assessment: Assessment) -> dict[str, Any]:
     }
 
 
-from precedent.catalog_cli import catalog  # noqa: E402  (registered last: it imports from here)
-
+main.add_command(sandbox_command)
+main.add_command(demo_command)
 main.add_command(catalog)
 
 if __name__ == "__main__":  # pragma: no cover

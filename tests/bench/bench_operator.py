@@ -131,7 +131,7 @@ async def drive(url: str, n: int, prefix: str) -> float:
     async with httpx.AsyncClient(base_url=url, timeout=30) as client:
         # Warm-up: one request through the whole path, so start-up is not measured.
         warm = request_body(0)
-        warm["metadata"]["name"] = f"{prefix}-warmup"
+        warm["metadata"]["name"] = f"{prefix.replace('_', '-')}-warmup"
         (
             await client.post(f"{GROUP_PATH}/namespaces/default/remediationrequests", json=warm)
         ).raise_for_status()

@@ -1,0 +1,214 @@
+"""``precedent demo``: the whole product on one machine, no cluster needed.
+
+Starts the sandbox API server, applies ``crds/`` and the bundled incidents and playbooks, runs
+the real operator (``kopf run -m precedent.handlers``) as a child process, applies the example
+requests, waits until every one is Ready, prints what ``kubectl get rr`` shows and one
+request's full status, then stops everything. Ctrl-C at any point stops the operator and the
+sandbox before returning.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+import httpx
+
+from precedent.adapters.loader import iter_documents
+from precedent.output import dump_yaml, format_table
+from precedent.sandbox import SandboxThread
+
+__all__ = ["demo_command", "object_path", "table_rows"]
+
+TABLE_ACCEPT = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+PLURALS = {
+    "Incident": "incidents",
+    "Playbook": "playbooks",
+    "RemediationRequest": "remediationrequests",
+}
+
+
+def object_path(kind: str, namespace: str | None, name: str | None = None) -> str:
+    """The REST path of a Precedent object (collection when ``name`` is None)."""
+    base = "/apis/precedent.dev/v1alpha1"
+    ns = f"/namespaces/{namespace}" if namespace else ""
+    path = f"{base}{ns}/{PLURALS[kind]}"
+    return f"{path}/{name}" if name else path
+
+
+def apply(client: httpx.Client, paths: Sequence[Path]) -> list[tuple[str, str | None, str]]:
+    """Create every document under ``paths``; returns (kind, namespace, name) of each."""
+    created = []
+    for doc in iter_documents(paths):
+        namespace = doc.namespace if doc.kind == "RemediationRequest" else None
+        response = client.post(object_path(doc.kind, namespace), json=doc.body)
+        if response.status_code == 409:  # already there from an earlier apply
+            continue
+        if response.status_code >= 400:
+            message = response.json().get("message", response.text)
+            raise click.ClickException(f"{doc.where}: {message}")
+        created.append((doc.kind, namespace, doc.name))
+    return created
+
+
+def _conditions(obj: dict[str, Any]) -> dict[str, str]:
+    return {
+        c.get("type", ""): c.get("status", "")
+        for c in (obj.get("status") or {}).get("conditions") or []
+    }
+
+
+def wait_until_settled(client: httpx.Client, names: set[str], timeout: float) -> dict[str, str]:
+    """Poll until every request is Ready or Stalled; returns name → final condition."""
+    deadline = time.monotonic() + timeout
+    settled: dict[str, str] = {}
+    while time.monotonic() < deadline:
+        items = client.get(object_path("RemediationRequest", None)).json()["items"]
+        for item in items:
+            name = item["metadata"]["name"]
+            conditions = _conditions(item)
+            if conditions.get("Ready") == "True":
+                settled[name] = "Ready"
+            elif conditions.get("Stalled") == "True":
+                settled[name] = "Stalled"
+        if names <= settled.keys():
+            return settled
+        time.sleep(0.2)
+    missing = ", ".join(sorted(names - settled.keys()))
+    raise click.ClickException(f"not settled after {timeout:.0f} s: {missing}")
+
+
+def table_rows(table: dict[str, Any], *, namespace_column: bool = False) -> str:
+    """Render a meta.k8s.io Table as kubectl does (priority-0 columns)."""
+    columns = [
+        (i, c["name"].upper())
+        for i, c in enumerate(table["columnDefinitions"])
+        if c.get("priority", 0) == 0
+    ]
+    headers = (["NAMESPACE"] if namespace_column else []) + [name for _, name in columns]
+    rows = []
+    for row in table["rows"]:
+        cells = [
+            ("<none>" if row["cells"][i] in (None, "") else str(row["cells"][i]))
+            for i, _ in columns
+        ]
+        if namespace_column:
+            cells.insert(0, row.get("object", {}).get("metadata", {}).get("namespace", ""))
+        rows.append(cells)
+    return format_table(headers, rows)
+
+
+@click.command("demo")
+@click.option(
+    "--data",
+    "data_dir",
+    default="data",
+    show_default=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="Bundled data directory.",
+)
+@click.option(
+    "--crds",
+    "crds_dir",
+    default="crds",
+    show_default=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="CRD directory.",
+)
+@click.option(
+    "--show",
+    default="restart-payment-api",
+    show_default=True,
+    help="Request whose full status is printed.",
+)
+@click.option(
+    "--timeout",
+    default=120.0,
+    show_default=True,
+    help="Seconds to wait for every request to settle.",
+)
+def demo_command(data_dir: Path, crds_dir: Path, show: str, timeout: float) -> None:
+    """Run the sandbox, the real operator and the bundled data; print the answers."""
+    with (
+        tempfile.TemporaryDirectory(prefix="precedent-demo-") as tmp,
+        SandboxThread(crds_dir) as sandbox,
+    ):
+        kubeconfig = sandbox.write_kubeconfig(Path(tmp) / "kubeconfig")
+        click.echo(f"sandbox API server: {sandbox.url}")
+        with httpx.Client(base_url=sandbox.url, timeout=30) as client:
+            history = apply(client, [data_dir / "incidents", data_dir / "playbooks"])
+            click.echo(f"applied {len(history)} incidents and playbooks")
+            operator = _start_operator(kubeconfig, Path(tmp) / "operator.log")
+            try:
+                requests = apply(client, [data_dir / "requests"])
+                click.echo(
+                    f"applied {len(requests)} remediation requests; waiting for the operator…"
+                )
+                started = time.monotonic()
+                settled = wait_until_settled(client, {n for _, _, n in requests}, timeout)
+                ready = sum(1 for s in settled.values() if s == "Ready")
+                click.echo(f"{ready}/{len(settled)} Ready in {time.monotonic() - started:.1f} s\n")
+                table = client.get(
+                    object_path("RemediationRequest", None), headers={"Accept": TABLE_ACCEPT}
+                ).json()
+                click.echo(f"$ kubectl get rr -A   # KUBECONFIG={kubeconfig}")
+                click.echo(table_rows(table, namespace_column=True))
+                _show_status(client, requests, show)
+            finally:
+                _stop(operator)
+    click.echo("\nstopped the operator and the sandbox")
+
+
+def _start_operator(kubeconfig: Path, log: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig), "PRECEDENT_HISTORY_PATH": ""}
+    with log.open("wb") as sink:
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "kopf",
+                "run",
+                "-m",
+                "precedent.handlers",
+                "--all-namespaces",
+                "--standalone",
+            ],
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _show_status(
+    client: httpx.Client, requests: list[tuple[str, str | None, str]], show: str
+) -> None:
+    target = next(
+        ((k, ns, n) for k, ns, n in requests if n == show), requests[0] if requests else None
+    )
+    if target is None:
+        return
+    kind, namespace, name = target
+    obj = client.get(object_path(kind, namespace, name)).json()
+    status = {k: v for k, v in (obj.get("status") or {}).items() if k != "kopf"}
+    click.echo(
+        f"\n$ kubectl get rr {name} -n {namespace} -o yaml   # status, without kopf's bookkeeping"
+    )
+    click.echo(dump_yaml([{"status": status}]), nl=False)

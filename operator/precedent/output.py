@@ -1,0 +1,39 @@
+"""Output helpers shared by the commands: kubectl-style tables and readable YAML."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import yaml
+
+__all__ = ["dump_yaml", "format_table"]
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """kubectl-style columns: upper-case headers, left-aligned, three spaces apart."""
+    widths = [len(h) for h in headers]
+    for row in rows:
+        widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]
+    lines = [
+        "   ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+        for r in [headers, *rows]
+    ]
+    return "\n".join(lines)
+
+
+class _BlockDumper(yaml.SafeDumper):
+    """Writes multi-line strings as literal blocks, the way people write them in YAML."""
+
+
+def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_BlockDumper.add_representer(str, _str_representer)
+
+
+def dump_yaml(docs: Sequence[Any]) -> str:
+    """Multi-document YAML with block-style multi-line strings."""
+    return yaml.dump_all(docs, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=100)

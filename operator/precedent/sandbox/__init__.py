@@ -1,0 +1,11 @@
+"""The sandbox API server: an in-memory Kubernetes API on loopback for kopf and kubectl.
+
+``async with Sandbox() as sb`` runs it on the current loop; ``SandboxThread().start()`` runs it
+on a loop of its own in a background thread; ``precedent sandbox`` runs it from the shell.
+Both write a kubeconfig (``write_kubeconfig(path)``) that kubectl and kopf accept.
+"""
+
+from precedent.sandbox.server import DEFAULT_CRDS_DIR, Sandbox, SandboxThread, load_crd_documents
+from precedent.sandbox.store import Store
+
+__all__ = ["DEFAULT_CRDS_DIR", "Sandbox", "SandboxThread", "Store", "load_crd_documents"]

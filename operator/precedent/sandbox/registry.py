@@ -1,0 +1,324 @@
+"""Resource types the sandbox serves: a few built-ins and every registered CRD."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from precedent.sandbox.cel import attach_rules
+from precedent.sandbox.errors import FieldError
+from precedent.sandbox.schema import Schema
+from precedent.sandbox.table import NAME_COLUMN, Column, age, printer_columns
+
+__all__ = ["BUILTINS", "ResourceType", "crd_problems", "resource_type_from_crd"]
+
+CR_VERBS = ["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"]
+STATUS_VERBS = ["get", "patch", "update"]
+_META_FIELDS = frozenset({"metadata.name", "metadata.namespace"})
+
+Row = Callable[[dict[str, Any], datetime], list[Any]]
+
+
+@dataclass(eq=False)
+class ResourceType:
+    """One served resource: names, scope, verbs, schema and how ``kubectl get`` prints it."""
+
+    group: str
+    version: str
+    plural: str
+    singular: str
+    kind: str
+    namespaced: bool
+    short_names: list[str] = field(default_factory=list)
+    categories: list[str] = field(default_factory=list)
+    verbs: list[str] = field(default_factory=lambda: list(CR_VERBS))
+    subresources: list[str] = field(default_factory=list)
+    served_versions: list[str] = field(default_factory=list)
+    schema: Schema | None = None
+    columns: list[Column] = field(default_factory=list)
+    builtin_columns: list[dict[str, Any]] = field(default_factory=list)
+    builtin_row: Row | None = None
+    field_selectors: frozenset[str] = _META_FIELDS
+    has_generation: bool = True
+    is_custom: bool = False
+    crd_name: str | None = None
+    list_kind: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.list_kind:
+            self.list_kind = f"{self.kind}List"
+        if not self.served_versions:
+            self.served_versions = [self.version]
+
+    @property
+    def qualified(self) -> str:
+        """``remediationrequests.precedent.dev``; core resources have no group suffix."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+    def api_version(self, version: str | None = None) -> str:
+        """``precedent.dev/v1alpha1``, or ``v1`` for the core group."""
+        version = version or self.version
+        return f"{self.group}/{version}" if self.group else version
+
+    @property
+    def has_status(self) -> bool:
+        """Whether ``/status`` is a separate subresource."""
+        return "status" in self.subresources
+
+    def table_columns(self) -> list[dict[str, Any]]:
+        """Column definitions for ``kubectl get``."""
+        if self.builtin_row is not None:
+            return self.builtin_columns
+        return [NAME_COLUMN, *(c.definition for c in self.columns)]
+
+    def table_cells(self, obj: dict[str, Any], now: datetime) -> list[Any]:
+        """One row's cells."""
+        if self.builtin_row is not None:
+            return self.builtin_row(obj, now)
+        name = obj.get("metadata", {}).get("name", "")
+        return [name, *(c.cell(obj, now) for c in self.columns)]
+
+
+def _column(name: str, kind: str = "string", description: str = "") -> dict[str, Any]:
+    return {"name": name, "type": kind, "format": "", "description": description, "priority": 0}
+
+
+def _name(obj: dict[str, Any]) -> str:
+    return str(obj.get("metadata", {}).get("name", ""))
+
+
+def _created(obj: dict[str, Any], now: datetime) -> str:
+    return age(obj.get("metadata", {}).get("creationTimestamp"), now)
+
+
+def _namespace_row(obj: dict[str, Any], now: datetime) -> list[Any]:
+    return [_name(obj), obj.get("status", {}).get("phase", ""), _created(obj, now)]
+
+
+def _event_row(obj: dict[str, Any], now: datetime) -> list[Any]:
+    seen = obj.get("lastTimestamp") or obj.get("eventTime") or obj.get("firstTimestamp")
+    involved = obj.get("involvedObject", {})
+    target = f"{str(involved.get('kind', '')).lower()}/{involved.get('name', '')}"
+    return [
+        age(seen, now),
+        obj.get("type", ""),
+        obj.get("reason", ""),
+        target,
+        obj.get("message", ""),
+    ]
+
+
+def _configmap_row(obj: dict[str, Any], now: datetime) -> list[Any]:
+    data = len(obj.get("data") or {}) + len(obj.get("binaryData") or {})
+    return [_name(obj), data, _created(obj, now)]
+
+
+def _secret_row(obj: dict[str, Any], now: datetime) -> list[Any]:
+    data = len(obj.get("data") or {}) + len(obj.get("stringData") or {})
+    return [_name(obj), obj.get("type", "Opaque"), data, _created(obj, now)]
+
+
+def _crd_row(obj: dict[str, Any], now: datetime) -> list[Any]:
+    return [_name(obj), obj.get("metadata", {}).get("creationTimestamp", "")]
+
+
+_AGE = _column("Age", "string")
+_BUILTIN_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+
+
+def _builtins() -> list[ResourceType]:
+    return [
+        ResourceType(
+            group="",
+            version="v1",
+            plural="namespaces",
+            singular="namespace",
+            kind="Namespace",
+            namespaced=False,
+            short_names=["ns"],
+            verbs=["create", "delete", "get", "list", "patch", "update", "watch"],
+            subresources=["status"],
+            builtin_columns=[NAME_COLUMN, _column("Status"), _AGE],
+            builtin_row=_namespace_row,
+            field_selectors=frozenset({"metadata.name", "status.phase"}),
+            has_generation=False,
+        ),
+        ResourceType(
+            group="",
+            version="v1",
+            plural="events",
+            singular="event",
+            kind="Event",
+            namespaced=True,
+            short_names=["ev"],
+            verbs=list(_BUILTIN_VERBS),
+            builtin_columns=[
+                _column("Last Seen"),
+                _column("Type"),
+                _column("Reason"),
+                _column("Object"),
+                _column("Message"),
+            ],
+            builtin_row=_event_row,
+            field_selectors=_META_FIELDS
+            | {
+                f"involvedObject.{f}"
+                for f in (
+                    "kind",
+                    "namespace",
+                    "name",
+                    "uid",
+                    "apiVersion",
+                    "resourceVersion",
+                    "fieldPath",
+                )
+            }
+            | {"reason", "reportingComponent", "source", "type"},
+            has_generation=False,
+        ),
+        ResourceType(
+            group="",
+            version="v1",
+            plural="configmaps",
+            singular="configmap",
+            kind="ConfigMap",
+            namespaced=True,
+            short_names=["cm"],
+            verbs=list(_BUILTIN_VERBS),
+            builtin_columns=[NAME_COLUMN, _column("Data", "integer"), _AGE],
+            builtin_row=_configmap_row,
+            has_generation=False,
+        ),
+        ResourceType(
+            group="",
+            version="v1",
+            plural="secrets",
+            singular="secret",
+            kind="Secret",
+            namespaced=True,
+            verbs=list(_BUILTIN_VERBS),
+            builtin_columns=[NAME_COLUMN, _column("Type"), _column("Data", "integer"), _AGE],
+            builtin_row=_secret_row,
+            field_selectors=_META_FIELDS | {"type"},
+            has_generation=False,
+        ),
+        ResourceType(
+            group="apiextensions.k8s.io",
+            version="v1",
+            plural="customresourcedefinitions",
+            singular="customresourcedefinition",
+            kind="CustomResourceDefinition",
+            namespaced=False,
+            short_names=["crd", "crds"],
+            categories=["api-extensions"],
+            verbs=list(_BUILTIN_VERBS),
+            subresources=["status"],
+            builtin_columns=[NAME_COLUMN, _column("Created At", "date")],
+            builtin_row=_crd_row,
+        ),
+    ]
+
+
+BUILTINS: Callable[[], list[ResourceType]] = _builtins
+
+
+def crd_problems(crd: dict[str, Any]) -> list[FieldError]:
+    """What makes a CRD unacceptable (the checks kopf and kubectl rely on, not all of them)."""
+    errors: list[FieldError] = []
+    spec = crd.get("spec")
+    if not isinstance(spec, dict):
+        return [FieldError("required", "spec")]
+    group = spec.get("group")
+    raw_names = spec.get("names")
+    names: dict[str, Any] = raw_names if isinstance(raw_names, dict) else {}
+    if not group:
+        errors.append(FieldError("required", "spec.group"))
+    for key in ("plural", "kind"):
+        if not names.get(key):
+            errors.append(FieldError("required", f"spec.names.{key}"))
+    if spec.get("scope") not in ("Namespaced", "Cluster"):
+        errors.append(
+            FieldError(
+                "unsupported",
+                "spec.scope",
+                spec.get("scope", ""),
+                'supported values: "Cluster", "Namespaced"',
+            )
+        )
+    name = crd.get("metadata", {}).get("name")
+    if group and names.get("plural") and name != f"{names['plural']}.{group}":
+        errors.append(
+            FieldError("invalid", "metadata.name", name, 'must be spec.names.plural+"."+spec.group')
+        )
+    versions = spec.get("versions")
+    if not isinstance(versions, list) or not versions:
+        errors.append(
+            FieldError("required", "spec.versions", None, "must have at least one version")
+        )
+        return errors
+    storage = [v for v in versions if isinstance(v, dict) and v.get("storage")]
+    if len(storage) != 1:
+        errors.append(
+            FieldError(
+                "invalid",
+                "spec.versions",
+                versions,
+                "must have exactly one version marked as storage version",
+            )
+        )
+    for index, version in enumerate(versions):
+        if not isinstance(version, dict) or not version.get("name"):
+            errors.append(FieldError("required", f"spec.versions[{index}].name"))
+            continue
+        raw = (version.get("schema") or {}).get("openAPIV3Schema")
+        if raw is not None and not isinstance(raw, dict):
+            errors.append(
+                FieldError("invalid", f"spec.versions[{index}].schema.openAPIV3Schema", raw)
+            )
+            continue
+        try:
+            if raw is not None:
+                Schema(raw)
+            printer_columns(version.get("additionalPrinterColumns"))
+        except (ValueError, TypeError, KeyError) as exc:
+            errors.append(
+                FieldError("invalid", f"spec.versions[{index}]", version["name"], str(exc))
+            )
+    return errors
+
+
+def resource_type_from_crd(crd: dict[str, Any]) -> ResourceType:
+    """A served resource for a CRD that :func:`crd_problems` accepted."""
+    spec = crd["spec"]
+    names = spec["names"]
+    versions = [v for v in spec["versions"] if v.get("served", True)] or spec["versions"]
+    storage = next(v for v in spec["versions"] if v.get("storage"))
+    chosen = storage if storage in versions else versions[0]
+    raw_schema = (chosen.get("schema") or {}).get("openAPIV3Schema")
+    schema = Schema(raw_schema) if raw_schema is not None else None
+    if schema is not None:
+        attach_rules(schema)
+    selectable = {
+        str(f.get("jsonPath", "")).lstrip(".") for f in chosen.get("selectableFields") or []
+    }
+    subresources = chosen.get("subresources") or spec.get("subresources") or {}
+    return ResourceType(
+        group=spec["group"],
+        version=storage["name"],
+        plural=names["plural"],
+        singular=names.get("singular") or names["kind"].lower(),
+        kind=names["kind"],
+        list_kind=names.get("listKind") or f"{names['kind']}List",
+        namespaced=spec["scope"] == "Namespaced",
+        short_names=list(names.get("shortNames") or []),
+        categories=list(names.get("categories") or []),
+        subresources=[s for s in ("status", "scale") if s in subresources],
+        served_versions=[v["name"] for v in versions],
+        schema=schema,
+        columns=printer_columns(chosen.get("additionalPrinterColumns")),
+        field_selectors=_META_FIELDS | frozenset(s for s in selectable if s),
+        is_custom=True,
+        crd_name=crd["metadata"]["name"],
+    )
