@@ -103,6 +103,8 @@ MAX_RESULTS_LIMIT = 100
 MAX_ALTERNATIVES = 3
 MAX_DESCRIPTION_BYTES = 8192
 NEAR_MISS = 0.1  # a playbook this close below min_confidence is worth a look by hand
+MAX_RATIONALE = 4096  # status.playbook.rationale and status.recommendation.reason (CRD limits)
+MAX_SUGGESTION = 1024  # each of status.recommendation.suggestedActions
 
 SelectionMethod = Literal["data_driven", "fallback"]
 
@@ -698,6 +700,10 @@ class CatalogIndex:
 # ---------------------------------------------------------------------------------------------
 
 
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _percent(value: float) -> str:
     return f"{value:.2f}"
 
@@ -791,8 +797,8 @@ def decide(
         return PlaybookDecision(
             recommendation=Recommendation(
                 action="manual_investigation",
-                reason=f"{note} {reason}" if note else reason,
-                suggested_actions=_suggestions(query, answer),
+                reason=_clip(f"{note} {reason}" if note else reason, MAX_RATIONALE),
+                suggested_actions=[_clip(a, MAX_SUGGESTION) for a in _suggestions(query, answer)],
             )
         )
     pick, *rest = answer.candidates
@@ -806,7 +812,7 @@ def decide(
         confidence=round(min(max(pick.confidence, 0.0), 1.0), 4),
         components=pick.parts.components() if pick.parts else {},
         selection_method=method,
-        rationale=_rationale(pick, query, weights, note, len(alternatives)),
+        rationale=_clip(_rationale(pick, query, weights, note, len(alternatives)), MAX_RATIONALE),
     )
     return PlaybookDecision(selection=selection, alternatives=alternatives)
 
@@ -816,7 +822,7 @@ def unavailable(query: PlaybookQuery, reason: str) -> PlaybookDecision:
     return PlaybookDecision(
         recommendation=Recommendation(
             action="manual_investigation",
-            reason=f"playbook catalog unavailable: {reason}",
-            suggested_actions=_suggestions(query, None),
+            reason=_clip(f"playbook catalog unavailable: {reason}", MAX_RATIONALE),
+            suggested_actions=[_clip(a, MAX_SUGGESTION) for a in _suggestions(query, None)],
         )
     )
