@@ -62,7 +62,7 @@ INDEX = CatalogIndex(
         for i in range(6)
     ]
 )
-MANY_LABELS = {f"label-{i}": "x" * 60 for i in range(200)}
+MANY_LABELS = {"incident-type": "database-failure"} | {f"label-{i}": "x" * 60 for i in range(200)}
 
 
 @pytest.mark.parametrize(
