@@ -13,6 +13,8 @@ from precedent import retrieval_cli
 from precedent.adapters.history_source import load_history
 from precedent.adapters.loader import NamedRequest, load_requests
 from precedent.adapters.retrieval import build_neighbours, ranking_weights
+from precedent.adapters.selector import build_selector, select_all
+from precedent.catalog_cli import catalog
 from precedent.core.assess import Assessor
 from precedent.core.policy import PolicyEngine
 from precedent.demo import demo_command
@@ -54,7 +56,19 @@ def main() -> None:
     default=None,
     help="Similarity mode. Default: $PRECEDENT_SIMILARITY_MODE or hybrid.",
 )
-def score(paths: tuple[str, ...], history: tuple[str, ...], output: str, mode: str | None) -> None:
+@click.option(
+    "--catalog",
+    metavar="PATH|URL",
+    help="Playbook catalog: YAML file or directory, or a Context API URL. Default: "
+    "$PRECEDENT_CATALOG, else data/playbooks if it exists, else no playbook selection.",
+)
+def score(
+    paths: tuple[str, ...],
+    history: tuple[str, ...],
+    output: str,
+    mode: str | None,
+    catalog: str | None,
+) -> None:
     """Score RemediationRequest documents in PATHS (files, directories, or - for stdin)."""
     settings = Settings()
     chosen = mode or settings.similarity_mode
@@ -74,7 +88,13 @@ def score(paths: tuple[str, ...], history: tuple[str, ...], output: str, mode: s
             policy=PolicyEngine(enforce=settings.policy_mode == "enforce"),
         )
         now = datetime.now(UTC)
-        results = [(req, assessor.assess(req.spec, now=now)) for req in requests]
+        selector = build_selector(catalog, settings)
+        picks = select_all(selector, [r.spec for r in requests]) if selector else None
+        decisions = [p.decision for p in picks] if picks else [None] * len(requests)
+        results = [
+            (req, assessor.assess(req.spec, playbook=decision, now=now))
+            for req, decision in zip(requests, decisions, strict=True)
+        ]
     except PrecedentError as exc:
         fail(str(exc))
         return
@@ -103,6 +123,7 @@ def _score_table(results: Sequence[tuple[NamedRequest, Assessment]]) -> str:
                 top_id or "-",
                 f"{top.similarity:.2f}" if top else "-",
                 str(a.similar_count),
+                *_playbook_cells(a),
             ]
         )
     headers = [
@@ -114,8 +135,19 @@ def _score_table(results: Sequence[tuple[NamedRequest, Assessment]]) -> str:
         "TOP INCIDENT",
         "SIMILARITY",
         "SIMILAR",
+        "PLAYBOOK",
+        "CONFIDENCE",
+        "METHOD",
     ]
     return format_table(headers, rows)
+
+
+def _playbook_cells(a: Assessment) -> list[str]:
+    if a.playbook is not None:
+        return [a.playbook.id, f"{a.playbook.confidence:.2f}", a.playbook.selection_method]
+    if a.recommendation is not None:
+        return [a.recommendation.action, "-", "-"]
+    return ["-", "-", "-"]
 
 
 def _full(req: NamedRequest, assessment: Assessment) -> dict[str, Any]:
@@ -133,6 +165,7 @@ main.add_command(retrieval_cli.search_command)
 main.add_command(retrieval_cli.eval_command)
 main.add_command(retrieval_cli.index_command)
 main.add_command(retrieval_cli.fetch_model_command)
+main.add_command(catalog)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

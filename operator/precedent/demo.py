@@ -168,7 +168,12 @@ def demo_command(data_dir: Path, crds_dir: Path, show: str, timeout: float) -> N
 
 
 def _start_operator(kubeconfig: Path, log: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "KUBECONFIG": str(kubeconfig), "PRECEDENT_HISTORY_PATH": ""}
+    env = {
+        **os.environ,
+        "KUBECONFIG": str(kubeconfig),
+        "PRECEDENT_HISTORY_PATH": "",
+        "PRECEDENT_METRICS_PORT": "0",
+    }
     with log.open("wb") as sink:
         return subprocess.Popen(
             [

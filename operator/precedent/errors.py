@@ -4,13 +4,21 @@ PrecedentError
 ├── InputError          bad input: a document, a field, a line — the message names it
 │   └── LoadError       a file or document could not be read
 └── DependencyError     something Precedent needs is unavailable (index, catalog, model)
+    └── CatalogUnavailable  a playbook catalog could not answer a query
 """
 
 from __future__ import annotations
 
 from pydantic import ValidationError
 
-__all__ = ["DependencyError", "InputError", "LoadError", "PrecedentError", "describe_validation"]
+__all__ = [
+    "CatalogUnavailable",
+    "DependencyError",
+    "InputError",
+    "LoadError",
+    "PrecedentError",
+    "describe_validation",
+]
 
 
 class PrecedentError(Exception):
@@ -27,6 +35,14 @@ class LoadError(InputError):
 
 class DependencyError(PrecedentError):
     """A dependency (vector index, catalog, model files) is unavailable."""
+
+
+class CatalogUnavailable(DependencyError):
+    """A playbook catalog could not answer; the message says why (timeout, 503, open circuit)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 def describe_validation(error: ValidationError, prefix: str = "") -> str:

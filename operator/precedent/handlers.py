@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import kopf
+import prometheus_client
 
 from precedent.core.conditions import ConditionUpdate, merge_conditions
 from precedent.errors import DependencyError, InputError
@@ -45,6 +46,17 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     settings.networking.request_timeout = 30
     memo.service = PrecedentService.from_settings(config)
     memo.config = config
+    if config.metrics_port:
+        # Its own port, apart from kopf's liveness endpoint; prometheus-client serves a thread.
+        prometheus_client.start_http_server(config.metrics_port)
+
+
+@kopf.on.cleanup(id="close")
+async def close(memo: kopf.Memo, **_: Any) -> None:
+    """Release the catalog client's connections on shutdown."""
+    service: PrecedentService | None = getattr(memo, "service", None)
+    if service is not None:
+        await service.aclose()
 
 
 @kopf.on.login(id="login")

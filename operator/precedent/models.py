@@ -11,7 +11,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 __all__ = [
@@ -230,6 +230,14 @@ class PlaybookHistory(WireModel):
 
     executions: int = Field(default=0, ge=0, description="How many times it ran.")
     successes: int = Field(default=0, ge=0, description="How many of those succeeded.")
+
+    @model_validator(mode="after")
+    def _successes_within_executions(self) -> PlaybookHistory:
+        if self.successes > self.executions:
+            raise ValueError(
+                f"successes ({self.successes}) cannot exceed executions ({self.executions})"
+            )
+        return self
 
 
 class Playbook(WireModel):

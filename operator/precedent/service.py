@@ -2,7 +2,12 @@
 
 Handlers feed it Incident and Playbook objects as they change and ask it to assess requests.
 The history snapshot is rebuilt lazily — once per batch of changes, on the next assessment —
-so applying a thousand incidents costs one rebuild, not a thousand.
+so applying a thousand incidents costs one rebuild, not a thousand; the vector index and the
+playbook catalog are updated one object at a time.
+
+Playbooks come from Playbook objects (and ``$PRECEDENT_CATALOG`` when it is a path). When
+``$PRECEDENT_CATALOG`` is a Context API URL, that remote catalog is asked first and the
+in-cluster catalog is its fallback.
 """
 
 from __future__ import annotations
@@ -14,7 +19,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from precedent.adapters.catalog_local import LocalPlaybookCatalog
+from precedent.adapters.loader import load_incidents, load_playbooks
 from precedent.adapters.retrieval import build_neighbours, ranking_weights
+from precedent.adapters.selector import PlaybookSelector, build_catalog, scoring
 from precedent.core.assess import Assessor
 from precedent.core.history import History
 from precedent.core.policy import PolicyEngine
@@ -38,11 +46,29 @@ def parse_request_spec(spec: Mapping[str, Any]) -> RemediationRequestSpec:
 class PrecedentService:
     """History and catalog kept in memory; one method to assess a request."""
 
-    def __init__(self, settings: Settings, *, base_incidents: Sequence[Incident] = ()) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        base_incidents: Sequence[Incident] = (),
+        base_playbooks: Sequence[Playbook] = (),
+    ) -> None:
         self.settings = settings
         self._base = {i.id: i for i in base_incidents}
         self._objects: dict[str, Incident] = {}  # object name → incident
-        self.playbooks: dict[str, Playbook] = {}
+        weights, prior = scoring(settings)
+        self.catalog = LocalPlaybookCatalog(
+            base_playbooks, weights=weights, prior=prior, name="in-cluster catalog"
+        )
+        remote = settings.catalog if settings.catalog and "://" in settings.catalog else None
+        self.selector = PlaybookSelector(
+            build_catalog(remote, settings) if remote else self.catalog,
+            fallback=self.catalog if remote else None,
+            cache_ttl_seconds=settings.catalog_cache_ttl_seconds,
+            min_confidence=settings.min_confidence,
+            max_results=settings.max_playbooks,
+            weights=weights,
+        )
         self._assessor: Assessor | None = None
         self._policy = PolicyEngine(enforce=settings.policy_mode == "enforce")
         # One vector index for the service's lifetime: a new snapshot embeds only what changed.
@@ -54,14 +80,16 @@ class PrecedentService:
     @classmethod
     def from_settings(cls, settings: Settings) -> PrecedentService:
         """A service seeded with the bundled history at ``settings.history_path`` if it exists."""
-        from precedent.adapters.loader import load_incidents
-
         base: list[Incident] = []
         path = settings.history_path
         if path and path.exists():
             base = load_incidents([path])
             logger.info("loaded %d bundled incidents from %s", len(base), path)
-        return cls(settings, base_incidents=base)
+        playbooks: list[Playbook] = []
+        if settings.catalog and "://" not in settings.catalog:
+            playbooks = load_playbooks([settings.catalog])
+            logger.info("loaded %d playbooks from %s", len(playbooks), settings.catalog)
+        return cls(settings, base_incidents=base, base_playbooks=playbooks)
 
     # -- incidents ----------------------------------------------------------------------------
 
@@ -89,12 +117,12 @@ class PrecedentService:
             playbook = Playbook.model_validate({**dict(spec), "id": name})
         except ValidationError as exc:
             raise InputError(f"Playbook {name}: {describe_validation(exc, 'spec')}") from None
-        self.playbooks[name] = playbook
+        self.catalog.upsert(playbook)
         return playbook
 
     def remove_playbook(self, name: str) -> None:
         """Forget a playbook."""
-        self.playbooks.pop(name, None)
+        self.catalog.remove(name)
 
     # -- assessment ---------------------------------------------------------------------------
 
@@ -120,11 +148,17 @@ class PrecedentService:
         return self._assessor
 
     def assess(self, spec: Mapping[str, Any], *, now: datetime | None = None) -> Assessment:
-        """Validate and assess one request spec; ``now`` anchors the recency boost."""
+        """Validate and assess one request spec, without a playbook (history only)."""
         return self.assessor.assess(parse_request_spec(spec), now=now)
 
     async def assess_async(
         self, spec: Mapping[str, Any], *, now: datetime | None = None
     ) -> Assessment:
-        """Like ``assess``; the place where remote dependencies are awaited."""
-        return self.assess(spec, now=now)
+        """Validate, select a playbook (never raises: degrades to fallback), and assess."""
+        parsed = parse_request_spec(spec)
+        outcome = await self.selector.select(parsed)
+        return self.assessor.assess(parsed, playbook=outcome.decision, now=now)
+
+    async def aclose(self) -> None:
+        """Release the remote catalog's connections."""
+        await self.selector.aclose()

@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["Settings"]
+__all__ = ["DEFAULT_CATALOG_PATH", "Settings"]
+
+DEFAULT_CATALOG_PATH = Path("data/playbooks")
 
 
 class Settings(BaseSettings):
@@ -39,6 +41,12 @@ class Settings(BaseSettings):
         # PRECEDENT_HISTORY_PATH="" must mean "no file history", not the current directory.
         return None if value == "" else value
 
+    metrics_port: int = Field(
+        default=9090,
+        ge=0,
+        le=65535,
+        description="Port of the operator's Prometheus /metrics endpoint; 0 turns it off.",
+    )
     policy_mode: Literal["enforce", "audit"] = Field(
         default="enforce",
         description="enforce: escalated requests wait for approval; audit: record only.",
@@ -124,3 +132,80 @@ class Settings(BaseSettings):
         default_factory=lambda: {"critical": 1.0, "high": 0.8, "medium": 0.5, "low": 0.3},
         description="Priority weight per priority (JSON object in the environment).",
     )
+
+    # -- playbook catalog (seed 004) ----------------------------------------------------------
+    catalog: str | None = Field(
+        default=None,
+        description="Playbook catalog: a YAML file or directory, or a Context API base URL "
+        "(http://…). Unset: data/playbooks if it exists, else no playbook selection.",
+    )
+    catalog_fallback: Path | None = Field(
+        default=None,
+        description="In-process catalog used when a remote catalog fails. Unset: "
+        "data/playbooks if it exists.",
+    )
+    catalog_timeout_seconds: float = Field(
+        default=2.0, gt=0, le=60, description="Timeout of one request to a remote catalog."
+    )
+    catalog_retries: int = Field(
+        default=3, ge=0, le=10, description="Retries on connect errors, timeouts and 5xx."
+    )
+    catalog_backoff_base_seconds: float = Field(
+        default=0.1, ge=0, le=10, description="Delay before the first retry; doubles each time."
+    )
+    catalog_backoff_max_seconds: float = Field(
+        default=1.0, ge=0, le=60, description="Longest delay between two retries."
+    )
+    catalog_cache_ttl_seconds: float = Field(
+        default=300.0, ge=0, description="How long a remote catalog's answer is reused."
+    )
+    breaker_failure_threshold: int = Field(
+        default=5, ge=1, le=1000, description="Consecutive failed queries that open the circuit."
+    )
+    breaker_reset_seconds: float = Field(
+        default=30.0, ge=0, description="Cool-down before an open circuit lets a trial through."
+    )
+    min_confidence: float = Field(
+        default=0.7, ge=0, le=1, description="Lowest confidence a playbook is listed with."
+    )
+    max_playbooks: int = Field(
+        default=10, ge=1, le=100, description="Most playbooks a catalog query returns."
+    )
+    confidence_weight_semantic: float = Field(
+        default=0.4, ge=0, le=1, description="Weight of semantic similarity in the confidence."
+    )
+    confidence_weight_labels: float = Field(
+        default=0.4, ge=0, le=1, description="Weight of label match in the confidence."
+    )
+    confidence_weight_historical: float = Field(
+        default=0.2, ge=0, le=1, description="Weight of historical success in the confidence."
+    )
+    success_prior_successes: float = Field(
+        default=1.0, gt=0, description="Pseudo-successes added before taking a success rate."
+    )
+    success_prior_failures: float = Field(
+        default=1.0, gt=0, description="Pseudo-failures added before taking a success rate."
+    )
+    catalog_host: str = Field(
+        default="127.0.0.1", description="Address `precedent catalog serve` listens on."
+    )
+    catalog_port: int = Field(
+        default=8080, ge=0, le=65535, description="Port `precedent catalog serve` listens on."
+    )
+
+    @field_validator("catalog", "catalog_fallback", mode="before")
+    @classmethod
+    def _empty_catalog_means_none(cls, value: object) -> object:
+        # PRECEDENT_CATALOG="" means "not set", like PRECEDENT_HISTORY_PATH.
+        return None if value == "" else value
+
+    @model_validator(mode="after")
+    def _weights_sum_to_one(self) -> Settings:
+        total = (
+            self.confidence_weight_semantic
+            + self.confidence_weight_labels
+            + self.confidence_weight_historical
+        )
+        if abs(total - 1.0) > 1e-6:
+            raise ValueError(f"confidence weights must sum to 1, got {total:g}")
+        return self

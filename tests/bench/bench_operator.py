@@ -176,7 +176,12 @@ def run_once(module: str, n: int, history: Path, workdir: Path) -> tuple[float, 
     try:
         url = f"http://127.0.0.1:{port}"
         _wait_http(url + "/version")
-        env = {**os.environ, "KUBECONFIG": str(kubeconfig), "PRECEDENT_HISTORY_PATH": str(history)}
+        env = {
+            **os.environ,
+            "KUBECONFIG": str(kubeconfig),
+            "PRECEDENT_HISTORY_PATH": str(history),
+            "PRECEDENT_METRICS_PORT": "0",
+        }
         operator = subprocess.Popen(
             [
                 sys.executable,

@@ -19,6 +19,11 @@ SEED = {
     "update-config-sql-prod": ("medium", "Escalated", "INC-2025-0634"),
     "scale-up-web-tier-01": ("low", "Approved", "INC-2026-0012"),
 }
+PLAYBOOKS = {
+    "restart-payment-api": "service-degradation-rolling-restart",
+    "scale-down-aks-prod": "node-pool-scale-down-guarded",
+    "update-config-sql-prod": "azure-sql-server-parameter-change",
+}
 
 
 def seed_requests() -> list[dict[str, Any]]:
@@ -48,6 +53,12 @@ def test_requests_become_ready_with_the_seed_bands_and_an_event(cluster: Cluster
             assert status["risk"]["mostRelevantIncident"] == incident
             assert status["similarIncidents"][0]["id"] == incident
             assert status["inputHash"].startswith("sha256:")
+            if name in PLAYBOOKS:
+                assert status["playbook"]["id"] == PLAYBOOKS[name]
+                assert status["playbook"]["selectionMethod"] == "data_driven"
+                assert status["playbook"]["confidence"] >= 0.7
+            else:
+                assert status["recommendation"]["action"] == "manual_investigation"
             assert not is_true(obj, "Stalled")
             assert condition(obj, "Reconciling")["status"] == "False"  # type: ignore[index]
             events = eventually(lambda n=name: cluster.events_for(n))
@@ -164,3 +175,30 @@ def test_restart_mid_batch_every_request_ends_ready_exactly_once(cluster: Cluste
             assert len(decisions) == 1, name
         else:
             assert len(decisions) <= 1, name
+
+
+def test_playbooks_added_and_removed_while_running_change_later_answers(cluster: Cluster) -> None:
+    [sql] = [b for b in seed_requests() if b["metadata"]["name"] == "update-config-sql-prod"]
+    playbooks = "/apis/precedent.dev/v1alpha1/playbooks"
+    original = cluster.client.get(f"{playbooks}/azure-sql-server-parameter-change").json()
+    attempt = iter(range(1000))
+
+    def chosen_for_a_new_request() -> str | None:
+        body = copy.deepcopy(sql)
+        body["metadata"] = {"name": f"sql-{next(attempt)}", "namespace": "default"}
+        assert cluster.create(body).status_code == 201
+        status = cluster.wait_ready(body["metadata"]["name"])["status"]
+        return (status.get("playbook") or {}).get("id")
+
+    with cluster.operator():
+        assert chosen_for_a_new_request() == "azure-sql-server-parameter-change"
+        cluster.client.delete(f"{playbooks}/azure-sql-server-parameter-change").raise_for_status()
+        eventually(lambda: chosen_for_a_new_request() != "azure-sql-server-parameter-change")
+        renamed = {
+            "apiVersion": "precedent.dev/v1alpha1",
+            "kind": "Playbook",
+            "metadata": {"name": "sql-parameter-change-v2"},
+            "spec": original["spec"],
+        }
+        assert cluster.create(renamed).status_code == 201
+        eventually(lambda: chosen_for_a_new_request() == "sql-parameter-change-v2")

@@ -68,6 +68,22 @@ DEFAULT_CALIBRATIONS: Mapping[str, SemanticCalibration] = {
 }
 
 
+# A request's long description against a playbook's one-line description gives lower cosines
+# than request against incident (both long): the playbook map starts and saturates earlier.
+PLAYBOOK_CALIBRATIONS: Mapping[str, SemanticCalibration] = {
+    "lexical": SemanticCalibration(floor=0.05, ceiling=0.35),
+    "tfidf": SemanticCalibration(floor=0.05, ceiling=0.35),
+    "onnx": SemanticCalibration(floor=0.15, ceiling=0.65),
+    "http": SemanticCalibration(floor=0.15, ceiling=0.65),
+}
+
+
+def playbook_calibration_for(embedder_name: str) -> SemanticCalibration:
+    """The cosine → similarity map for request-vs-playbook-description comparisons."""
+    family = embedder_name.split("-", 1)[0]
+    return PLAYBOOK_CALIBRATIONS.get(family, PLAYBOOK_CALIBRATIONS["http"])
+
+
 def calibration_for(
     embedder_name: str, floor: float | None = None, ceiling: float | None = None
 ) -> SemanticCalibration:

@@ -1,0 +1,203 @@
+"""The remote playbook catalog: a Context API reached over HTTP with httpx.
+
+One query is ``GET {base}/api/v1/context/playbooks`` with a per-attempt timeout (2 s), up to
+3 retries with exponential backoff and jitter on connect errors, timeouts and 5xx — never on
+4xx — behind a circuit breaker (see :mod:`precedent.core.resilience`). A failed query raises
+:class:`~precedent.errors.CatalogUnavailable` with the reason; caching and the fallback live in
+:class:`~precedent.adapters.selector.PlaybookSelector`.
+
+The Context API's answer is the seed's minimal schema — id, version, description, confidence —
+so playbooks found this way carry no confidence parts and no execution count.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from precedent.core.playbooks import CatalogAnswer, PlaybookQuery, ScoredPlaybook
+from precedent.core.resilience import BreakerState, CircuitBreaker, RetryPolicy
+from precedent.errors import CatalogUnavailable
+from precedent.metrics import METRICS, Metrics
+
+__all__ = [
+    "PLAYBOOKS_PATH",
+    "ContextApiPlaybook",
+    "ContextApiResponse",
+    "HttpPlaybookCatalog",
+    "query_params",
+]
+
+PLAYBOOKS_PATH = "/api/v1/context/playbooks"
+
+
+class ContextApiPlaybook(BaseModel):
+    """One playbook in a Context API answer (seed 004's four fields)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    playbook_id: str = Field(min_length=1, description="Playbook id.")
+    version: str = Field(min_length=1, description="Playbook version.")
+    description: str = Field(description="What the playbook does.")
+    confidence: float = Field(ge=0, le=1, description="Confidence 0–1.")
+
+
+class ContextApiResponse(BaseModel):
+    """A Context API answer: playbooks best first, and how many qualified."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    playbooks: list[ContextApiPlaybook] = Field(description="Qualifying playbooks, best first.")
+    total_results: int | None = Field(default=None, ge=0, description="How many qualified.")
+
+
+def query_params(query: PlaybookQuery) -> tuple[tuple[str, str], ...]:
+    """The query string for ``query``: description, repeated labels, the two parameters."""
+    return (
+        ("description", query.text),
+        *(("labels", f"{key}:{value}") for key, value in query.labels),
+        ("min_confidence", repr(query.min_confidence)),
+        ("max_results", str(query.max_results)),
+    )
+
+
+def _problem_detail(response: httpx.Response) -> str:
+    try:
+        body: Any = response.json()
+    except ValueError:
+        return response.reason_phrase
+    if isinstance(body, dict) and isinstance(body.get("detail"), str):
+        return str(body["detail"])
+    return response.reason_phrase
+
+
+class HttpPlaybookCatalog:
+    """Catalog port adapter for a remote Context API (retries, timeout, circuit breaker)."""
+
+    kind = "http"
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout: float = 2.0,
+        retry: RetryPolicy | None = None,
+        failure_threshold: int = 5,
+        reset_seconds: float = 30.0,
+        metrics: Metrics = METRICS,
+        transport: httpx.AsyncBaseTransport | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        jitter: Callable[[], float] = random.random,
+    ) -> None:
+        if timeout <= 0:
+            raise ValueError("timeout must be > 0")
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self.retry = retry or RetryPolicy()
+        self.metrics = metrics
+        self._transport = transport
+        self._sleep = sleep
+        self._jitter = jitter
+        self._client: httpx.AsyncClient | None = None
+        gauge = metrics.circuit_state.labels(self.base_url)
+        gauge.set(BreakerState.CLOSED.level)
+        self.breaker = CircuitBreaker(
+            clock=clock,
+            failure_threshold=failure_threshold,
+            reset_seconds=reset_seconds,
+            on_change=lambda state: gauge.set(state.level),
+        )
+
+    @property
+    def name(self) -> str:
+        """The Context API's base URL."""
+        return self.base_url
+
+    def _http(self) -> httpx.AsyncClient:
+        # Created on first use, inside the event loop that will use it.
+        if self._client is None:
+            self._client = httpx.AsyncClient(
+                base_url=self.base_url,
+                timeout=httpx.Timeout(self.timeout),
+                headers={"Accept": "application/json"},
+                transport=self._transport,
+            )
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def search(self, query: PlaybookQuery) -> CatalogAnswer:
+        """Ask the Context API; raises CatalogUnavailable (reason inside) when it cannot answer."""
+        if not self.breaker.allow():
+            raise CatalogUnavailable(
+                f"circuit open after {self.breaker.consecutive_failures} consecutive failures; "
+                f"next trial in {self.breaker.retry_after():.0f} s"
+            )
+        try:
+            response = await self._get_with_retries(query)
+        except CatalogUnavailable:
+            self.breaker.record_failure()
+            raise
+        if 400 <= response.status_code < 500:
+            # The service is up and answered; the query itself was refused. Not retried.
+            self.breaker.record_success()
+            raise CatalogUnavailable(
+                f"query rejected with HTTP {response.status_code}: {_problem_detail(response)}"
+            )
+        try:
+            if response.status_code != 200:
+                raise ValueError(f"unexpected HTTP {response.status_code}")
+            body = ContextApiResponse.model_validate_json(response.content)
+        except (ValueError, ValidationError) as exc:
+            self.breaker.record_failure()
+            first = str(exc).splitlines()[0]
+            raise CatalogUnavailable(f"invalid response: {first}") from None
+        self.breaker.record_success()
+        ranked = sorted(body.playbooks, key=lambda p: (-p.confidence, p.playbook_id))
+        candidates = tuple(
+            ScoredPlaybook(
+                id=p.playbook_id,
+                version=p.version,
+                description=p.description,
+                confidence=p.confidence,
+            )
+            for p in ranked[: query.max_results]
+        )
+        total = body.total_results if body.total_results is not None else len(body.playbooks)
+        return CatalogAnswer(candidates=candidates, total=total, source=self.base_url)
+
+    async def _get_with_retries(self, query: PlaybookQuery) -> httpx.Response:
+        client = self._http()
+        params = query_params(query)
+        reason = ""
+        for attempt in range(1, self.retry.attempts + 1):
+            if attempt > 1:
+                self.metrics.catalog_retries.labels(self.kind).inc()
+                await self._sleep(self.retry.delay(attempt - 1, self._jitter))
+            try:
+                response = await client.get(PLAYBOOKS_PATH, params=params)
+            except httpx.TimeoutException:
+                reason = f"timed out after {self.timeout:g} s"
+                continue
+            except httpx.TransportError as exc:
+                reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+                continue
+            except httpx.HTTPError as exc:
+                raise CatalogUnavailable(f"{type(exc).__name__}: {exc}") from None
+            if response.status_code >= 500:
+                reason = f"HTTP {response.status_code}: {_problem_detail(response)}"
+                continue
+            return response
+        attempts = self.retry.attempts
+        raise CatalogUnavailable(f"{reason} ({attempts} attempt{'s' if attempts > 1 else ''})")

@@ -1,0 +1,104 @@
+"""The in-process playbook catalog: a :class:`~precedent.core.playbooks.CatalogIndex` behind
+the catalog port, loaded from YAML files today and fed Playbook objects from the cluster later
+(``upsert`` / ``remove`` change one playbook without a rebuild).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from precedent.adapters.loader import load_playbooks
+from precedent.core.playbooks import (
+    CatalogAnswer,
+    CatalogIndex,
+    ConfidenceWeights,
+    PlaybookQuery,
+    SuccessPrior,
+)
+from precedent.core.ports import Embedder
+from precedent.models import Playbook
+
+__all__ = ["LocalPlaybookCatalog"]
+
+
+class LocalPlaybookCatalog:
+    """Playbooks held in this process; searches run on the caller's thread in microseconds."""
+
+    kind = "in_process"
+
+    def __init__(
+        self,
+        playbooks: Iterable[Playbook] = (),
+        *,
+        embedder: Embedder | None = None,
+        weights: ConfidenceWeights | None = None,
+        prior: SuccessPrior | None = None,
+        name: str = "in-process",
+    ) -> None:
+        self._index = CatalogIndex(
+            playbooks, embedder=embedder, weights=weights, prior=prior, name=name
+        )
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_paths(
+        cls,
+        paths: Sequence[str | Path],
+        *,
+        embedder: Embedder | None = None,
+        weights: ConfidenceWeights | None = None,
+        prior: SuccessPrior | None = None,
+    ) -> LocalPlaybookCatalog:
+        """Load every Playbook document under ``paths`` (other kinds are skipped)."""
+        playbooks = load_playbooks(paths)
+        name = "in-process catalog " + ", ".join(str(p) for p in paths)
+        return cls(playbooks, embedder=embedder, weights=weights, prior=prior, name=name)
+
+    @property
+    def name(self) -> str:
+        """``in-process catalog <paths>``."""
+        return self._index.name
+
+    @property
+    def weights(self) -> ConfidenceWeights:
+        """The confidence weights this catalog scores with."""
+        return self._index.weights
+
+    @property
+    def embedder_name(self) -> str:
+        """Name of the embedder behind the semantic part."""
+        return self._index.embedder.name
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def upsert(self, playbook: Playbook) -> None:
+        """Add or replace one playbook (a cluster Playbook object was created or changed)."""
+        with self._lock:
+            self._index.upsert(playbook)
+
+    def remove(self, playbook_id: str) -> bool:
+        """Drop one playbook (its object was deleted); False if it was not there."""
+        with self._lock:
+            return self._index.remove(playbook_id)
+
+    def get(self, playbook_id: str) -> Playbook | None:
+        """A playbook by id, or None."""
+        with self._lock:
+            return self._index.get(playbook_id)
+
+    def playbooks(self) -> list[Playbook]:
+        """Every playbook, sorted by id."""
+        with self._lock:
+            return self._index.playbooks()
+
+    def search_sync(self, query: PlaybookQuery) -> CatalogAnswer:
+        """Score and select synchronously (what :meth:`search` does)."""
+        with self._lock:
+            return self._index.search(query)
+
+    async def search(self, query: PlaybookQuery) -> CatalogAnswer:
+        """The catalog port: qualifying playbooks with every part of their confidence."""
+        return self.search_sync(query)

@@ -1,0 +1,279 @@
+"""The Context API server (seed 004): playbook queries over HTTP, with aiohttp.
+
+``GET /api/v1/context/playbooks?description=…&labels=k:v&labels=…&min_confidence=…&max_results=…``
+answers the seed's minimal schema and nothing more::
+
+    {"playbooks": [{"playbook_id", "version", "description", "confidence"}], "total_results": N}
+
+``total_results`` counts every playbook that qualified; ``playbooks`` holds the first
+``max_results`` of them, best first. Bad parameters get 400 and a description over 8 KiB gets
+413, each with an RFC 7807 ``application/problem+json`` body that names the parameter.
+``GET /healthz`` reports liveness and the catalog size; ``GET /metrics`` is Prometheus text.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from aiohttp import web
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from precedent.adapters.catalog_http import PLAYBOOKS_PATH
+from precedent.adapters.catalog_local import LocalPlaybookCatalog
+from precedent.core.playbooks import (
+    DEFAULT_MAX_RESULTS,
+    DEFAULT_MIN_CONFIDENCE,
+    MAX_DESCRIPTION_BYTES,
+    MAX_RESULTS_LIMIT,
+    PlaybookQuery,
+    parse_label,
+)
+from precedent.metrics import METRICS, Metrics
+
+__all__ = [
+    "MAX_REQUEST_LINE",
+    "PROBLEM_BASE",
+    "ProblemError",
+    "create_app",
+    "parse_query",
+    "run",
+]
+
+PROBLEM_BASE = "https://precedent.dev/problems/"
+PROBLEM_JSON = "application/problem+json"
+MAX_REQUEST_LINE = 64 * 1024
+"""Request-line limit of the server: room for an 8 KiB description, percent-encoded, so an
+over-long one reaches the handler and gets a 413 rather than aiohttp's bare 400."""
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+log = logging.getLogger("precedent.context_api")
+
+CATALOG_KEY: web.AppKey[LocalPlaybookCatalog] = web.AppKey("catalog", LocalPlaybookCatalog)
+METRICS_KEY: web.AppKey[Metrics] = web.AppKey("metrics", Metrics)
+
+
+class ProblemError(Exception):
+    """An error answered with an RFC 7807 problem document."""
+
+    def __init__(
+        self, status: int, slug: str, title: str, detail: str, parameter: str | None = None
+    ) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.slug = slug
+        self.title = title
+        self.detail = detail
+        self.parameter = parameter
+
+    def response(self, instance: str) -> web.Response:
+        """The ``application/problem+json`` response."""
+        body: dict[str, Any] = {
+            "type": PROBLEM_BASE + self.slug,
+            "title": self.title,
+            "status": self.status,
+            "detail": self.detail,
+            "instance": instance,
+        }
+        if self.parameter is not None:
+            body["invalid-params"] = [{"name": self.parameter, "reason": self.detail}]
+        return web.Response(
+            status=self.status, text=json.dumps(body), content_type=PROBLEM_JSON, charset="utf-8"
+        )
+
+
+def _invalid(parameter: str, detail: str) -> ProblemError:
+    return ProblemError(400, "invalid-parameter", "Invalid query parameter", detail, parameter)
+
+
+def _single(request: web.Request, name: str) -> str | None:
+    values = request.query.getall(name, [])
+    if len(values) > 1:
+        raise _invalid(name, f"{name} is given {len(values)} times; give it once")
+    return values[0] if values else None
+
+
+def _description(request: web.Request) -> str:
+    text = _single(request, "description")
+    if text is None or not text.strip():
+        raise _invalid("description", "description is required and must not be blank")
+    size = len(text.encode())
+    if size > MAX_DESCRIPTION_BYTES:
+        raise ProblemError(
+            413,
+            "description-too-long",
+            "Description too long",
+            f"description is {size} bytes; the limit is {MAX_DESCRIPTION_BYTES} (8 KiB)",
+            "description",
+        )
+    return text
+
+
+def _min_confidence(request: web.Request) -> float:
+    raw = _single(request, "min_confidence")
+    if raw is None:
+        return DEFAULT_MIN_CONFIDENCE
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not 0.0 <= value <= 1.0:  # also rejects NaN
+        raise _invalid("min_confidence", f"min_confidence must be a number in [0, 1], got {raw!r}")
+    return value
+
+
+def _max_results(request: web.Request) -> int:
+    raw = _single(request, "max_results")
+    if raw is None:
+        return DEFAULT_MAX_RESULTS
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= MAX_RESULTS_LIMIT:
+        raise _invalid(
+            "max_results", f"max_results must be an integer in 1..{MAX_RESULTS_LIMIT}, got {raw!r}"
+        )
+    return value
+
+
+def _labels(request: web.Request) -> list[tuple[str, str]]:
+    labels = []
+    for raw in request.query.getall("labels", []):
+        try:
+            labels.append(parse_label(raw))
+        except ValueError as exc:
+            raise _invalid("labels", f"labels: {exc}") from None
+    return labels
+
+
+def parse_query(request: web.Request) -> PlaybookQuery:
+    """Validate the query string into a PlaybookQuery; ProblemError names the bad parameter."""
+    description = _description(request)
+    min_confidence = _min_confidence(request)
+    max_results = _max_results(request)
+    labels = _labels(request)
+    try:
+        return PlaybookQuery.create(
+            description, labels, min_confidence=min_confidence, max_results=max_results
+        )
+    except ValueError as exc:  # the same key twice with two values
+        raise _invalid("labels", f"labels: {exc}") from None
+
+
+async def playbooks(request: web.Request) -> web.Response:
+    """``GET /api/v1/context/playbooks``: the seed's minimal four-field answer."""
+    query = parse_query(request)
+    answer = request.app[CATALOG_KEY].search_sync(query)
+    log.info(
+        "playbook query: %r labels=%s min_confidence=%g max_results=%d → %d of %d",
+        query.text[:80],
+        ",".join(f"{k}:{v}" for k, v in query.labels) or "-",
+        query.min_confidence,
+        query.max_results,
+        len(answer.candidates),
+        answer.total,
+    )
+    return web.json_response(
+        {
+            "playbooks": [
+                {
+                    "playbook_id": c.id,
+                    "version": c.version,
+                    "description": c.description,
+                    "confidence": round(c.confidence, 4),
+                }
+                for c in answer.candidates
+            ],
+            "total_results": answer.total,
+        }
+    )
+
+
+async def healthz(request: web.Request) -> web.Response:
+    """``GET /healthz``: ok, with the catalog size and embedder."""
+    catalog = request.app[CATALOG_KEY]
+    return web.json_response(
+        {"status": "ok", "playbooks": len(catalog), "embedder": catalog.embedder_name}
+    )
+
+
+async def metrics(request: web.Request) -> web.Response:
+    """``GET /metrics``: Prometheus text exposition of this process's registry."""
+    body = generate_latest(request.app[METRICS_KEY].registry)
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+def _endpoint(request: web.Request) -> str:
+    resource = request.match_info.route.resource
+    return resource.canonical if resource is not None else "unmatched"
+
+
+@web.middleware
+async def problem_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Every error as ``application/problem+json``; request latency into the histogram."""
+    started = time.perf_counter()
+    status = 500
+    try:
+        try:
+            response = await handler(request)
+        except ProblemError as problem:
+            response = problem.response(request.path)
+        except web.HTTPException as exc:
+            if exc.status < 400:
+                raise
+            slug = exc.reason.lower().replace(" ", "-")
+            response = ProblemError(exc.status, slug, exc.reason, exc.reason).response(request.path)
+        except Exception:
+            log.exception("Context API request failed: %s", request.path_qs[:200])
+            response = ProblemError(
+                500, "internal-error", "Internal error", "the server failed to answer"
+            ).response(request.path)
+        status = response.status
+        return response
+    finally:
+        request.app[METRICS_KEY].context_api_latency.labels(
+            _endpoint(request), str(status)
+        ).observe(time.perf_counter() - started)
+
+
+def create_app(
+    catalog: LocalPlaybookCatalog,
+    *,
+    metrics_registry: Metrics = METRICS,
+    middlewares: Sequence[Callable[..., Any]] = (),
+) -> web.Application:
+    """The Context API application; ``middlewares`` run inside the problem middleware."""
+    app = web.Application(middlewares=[problem_middleware, *middlewares])
+    app[CATALOG_KEY] = catalog
+    app[METRICS_KEY] = metrics_registry
+    app.router.add_get(PLAYBOOKS_PATH, playbooks)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/metrics", metrics)
+    return app
+
+
+def run(
+    catalog: LocalPlaybookCatalog,
+    *,
+    host: str,
+    port: int,
+    announce: Callable[[str], None] | None = print,
+) -> None:
+    """Serve until interrupted (``precedent catalog serve``)."""
+    if announce is not None:
+        announce(
+            f"Context API: {len(catalog)} playbooks from {catalog.name} on http://{host}:{port}"
+        )
+    web.run_app(
+        create_app(catalog),
+        host=host,
+        port=port,
+        print=None,
+        access_log=None,
+        max_line_size=MAX_REQUEST_LINE,
+    )

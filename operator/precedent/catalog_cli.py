@@ -1,0 +1,190 @@
+"""``precedent catalog``: serve the Context API, or ask a catalog which playbook fits."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from pydantic import ValidationError
+
+from precedent.adapters.catalog_local import LocalPlaybookCatalog
+from precedent.adapters.context_api import run
+from precedent.adapters.selector import PlaybookSelector, SelectionOutcome, build_selector
+from precedent.core.playbooks import PlaybookQuery, parse_label
+from precedent.errors import PrecedentError
+from precedent.output import format_table
+from precedent.settings import DEFAULT_CATALOG_PATH, Settings
+
+__all__ = ["catalog"]
+
+
+def _fail(message: str) -> None:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(1)
+
+
+def _settings() -> Settings:
+    try:
+        return Settings()
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            message = str(error["msg"]).removeprefix("Value error, ")
+            names = [str(part) for part in error["loc"]]
+            env = f"PRECEDENT_{'_'.join(names).upper()}: " if names else ""
+            problems.append(f"{env}{message}")
+        _fail(f"configuration: {'; '.join(problems)}")
+        raise  # unreachable: _fail exits
+
+
+@click.group()
+def catalog() -> None:
+    """The playbook catalog: serve the Context API or query a catalog."""
+
+
+@catalog.command()
+@click.option(
+    "--catalog",
+    "location",
+    metavar="PATH",
+    help="Playbook YAML file or directory. Default: $PRECEDENT_CATALOG or data/playbooks.",
+)
+@click.option("--host", default=None, help="Listen address. Default: $PRECEDENT_CATALOG_HOST.")
+@click.option(
+    "--port", type=click.IntRange(0, 65535), default=None, help="Default: $PRECEDENT_CATALOG_PORT."
+)
+def serve(location: str | None, host: str | None, port: int | None) -> None:
+    """Serve GET /api/v1/context/playbooks, /healthz and /metrics."""
+    settings = _settings()
+    location = location or settings.catalog or str(DEFAULT_CATALOG_PATH)
+    if location.startswith(("http://", "https://")):
+        _fail(f"catalog serve needs a path, not a URL: {location}")
+    if not Path(location).exists():
+        _fail(f"catalog {location}: no such file or directory")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    try:
+        local = LocalPlaybookCatalog.from_paths([location])
+    except PrecedentError as exc:
+        _fail(str(exc))
+        return
+    run(
+        local,
+        host=host or settings.catalog_host,
+        port=settings.catalog_port if port is None else port,
+        announce=click.echo,
+    )
+
+
+def _outcome_document(outcome: SelectionOutcome) -> dict[str, Any]:
+    answer = outcome.answer
+    decision = outcome.decision
+    return {
+        "method": outcome.method,
+        "source": outcome.source,
+        "reason": outcome.reason,
+        "cached": outcome.cached,
+        "selection": decision.selection.model_dump(mode="json", by_alias=True)
+        if decision.selection
+        else None,
+        "alternatives": [a.model_dump(mode="json", by_alias=True) for a in decision.alternatives],
+        "recommendation": decision.recommendation.model_dump(mode="json", by_alias=True)
+        if decision.recommendation
+        else None,
+        "candidates": [
+            {
+                "id": c.id,
+                "version": c.version,
+                "confidence": round(c.confidence, 4),
+                "components": c.parts.components() if c.parts else {},
+            }
+            for c in (answer.candidates if answer else ())
+        ],
+        "totalResults": answer.total if answer else 0,
+    }
+
+
+def _outcome_table(outcome: SelectionOutcome) -> str:
+    rows = []
+    for c in outcome.answer.candidates if outcome.answer else ():
+        parts = c.parts.components() if c.parts else {}
+        rows.append(
+            [
+                c.id,
+                c.version,
+                f"{c.confidence:.2f}",
+                *(
+                    f"{parts[k]:.2f}" if k in parts else "-"
+                    for k in ("semantic", "labelMatch", "historical")
+                ),
+            ]
+        )
+    lines = []
+    if rows:
+        headers = ["PLAYBOOK", "VERSION", "CONFIDENCE", "SEMANTIC", "LABELS", "HISTORICAL"]
+        lines.append(format_table(headers, rows))
+    decision = outcome.decision
+    if decision.selection is not None:
+        lines.append(f"{outcome.method}: {decision.selection.rationale}")
+    elif decision.recommendation is not None:
+        rec = decision.recommendation
+        lines.append(f"{outcome.method}: manual_investigation: {rec.reason}")
+        lines.extend(f"  - {step}" for step in rec.suggested_actions)
+    return "\n".join(lines)
+
+
+@catalog.command()
+@click.argument("description")
+@click.option("-l", "--label", "labels", multiple=True, metavar="KEY:VALUE", help="Repeatable.")
+@click.option(
+    "--catalog",
+    "location",
+    metavar="PATH|URL",
+    help="YAML file or directory, or a Context API URL. Default: $PRECEDENT_CATALOG or "
+    "data/playbooks.",
+)
+@click.option("--min-confidence", type=click.FloatRange(0, 1), default=None)
+@click.option("--max-results", type=click.IntRange(1, 100), default=None)
+@click.option(
+    "-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True
+)
+def query(
+    description: str,
+    labels: tuple[str, ...],
+    location: str | None,
+    min_confidence: float | None,
+    max_results: int | None,
+    output: str,
+) -> None:
+    """Rank the catalog's playbooks for DESCRIPTION and show the selection."""
+    settings = _settings()
+    try:
+        pairs = [parse_label(label) for label in labels]
+        selector = build_selector(location, settings)
+        if selector is None:
+            raise PrecedentError(
+                f"no catalog: pass --catalog, set PRECEDENT_CATALOG or add {DEFAULT_CATALOG_PATH}/"
+            )
+        q = PlaybookQuery.create(
+            description,
+            pairs,
+            min_confidence=settings.min_confidence if min_confidence is None else min_confidence,
+            max_results=settings.max_playbooks if max_results is None else max_results,
+        )
+    except (PrecedentError, ValueError) as exc:
+        _fail(str(exc))
+        return
+
+    async def ask(s: PlaybookSelector) -> SelectionOutcome:
+        async with s:
+            return await s.select_query(q)
+
+    outcome = asyncio.run(ask(selector))
+    if output == "json":
+        click.echo(json.dumps(_outcome_document(outcome), indent=2))
+    else:
+        click.echo(_outcome_table(outcome))

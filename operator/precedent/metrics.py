@@ -1,0 +1,81 @@
+"""Prometheus metrics. ``METRICS`` lives on the default registry; tests build their own.
+
+Playbook catalog (seed 004):
+
+* ``ai_playbook_selections_total{incident_type, playbook_id, selection_method}`` — every
+  selection; ``playbook_id`` is ``manual_investigation`` when no playbook qualified, and
+  ``selection_method`` is ``data_driven``, ``fallback`` or ``none`` (no catalog could answer).
+* ``ai_success_rate_queries_total{status}`` — catalog queries that went out (cache hits do
+  not count), ``success`` or ``error``.
+* ``precedent_catalog_request_duration_seconds{catalog, outcome}`` — latency of one catalog
+  query as the selector sees it (``catalog`` is ``http`` or ``in_process``; retries included).
+* ``precedent_catalog_retries_total{catalog}`` — retries made after a failed attempt.
+* ``precedent_catalog_cache_total{result}`` — ``hit``, ``miss`` and ``stale`` (a last good
+  answer served during an outage).
+* ``precedent_catalog_circuit_state{catalog}`` — 0 closed, 1 half-open, 2 open.
+* ``precedent_context_api_request_duration_seconds{endpoint, status}`` — the Context API
+  server's own request latency.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
+
+__all__ = ["LATENCY_BUCKETS", "METRICS", "Metrics"]
+
+LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+
+
+class Metrics:
+    """Every Precedent metric, registered on one registry."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+        self.playbook_selections = Counter(
+            "ai_playbook_selections_total",
+            "Playbook selections by incident type, playbook and method.",
+            ["incident_type", "playbook_id", "selection_method"],
+            registry=registry,
+        )
+        self.success_rate_queries = Counter(
+            "ai_success_rate_queries_total",
+            "Playbook catalog queries sent, by status (success or error).",
+            ["status"],
+            registry=registry,
+        )
+        self.catalog_latency = Histogram(
+            "precedent_catalog_request_duration_seconds",
+            "Latency of one playbook catalog query, retries included.",
+            ["catalog", "outcome"],
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.catalog_retries = Counter(
+            "precedent_catalog_retries_total",
+            "Retries after a failed attempt to reach a remote playbook catalog.",
+            ["catalog"],
+            registry=registry,
+        )
+        self.catalog_cache = Counter(
+            "precedent_catalog_cache_total",
+            "Remote catalog cache lookups: hit, miss, or stale (last good answer in an outage).",
+            ["result"],
+            registry=registry,
+        )
+        self.circuit_state = Gauge(
+            "precedent_catalog_circuit_state",
+            "Circuit breaker in front of a remote catalog: 0 closed, 1 half-open, 2 open.",
+            ["catalog"],
+            registry=registry,
+        )
+        self.context_api_latency = Histogram(
+            "precedent_context_api_request_duration_seconds",
+            "Context API server request latency by endpoint and status code.",
+            ["endpoint", "status"],
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )
+
+
+METRICS = Metrics(REGISTRY)
+"""The process-wide metrics on prometheus-client's default registry."""

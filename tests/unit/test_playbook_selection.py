@@ -1,0 +1,390 @@
+"""Selection over the in-memory catalog: thresholds, new playbooks, decisions, mutations."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from precedent.adapters.loader import load_playbooks
+from precedent.core.embedding import LexicalEmbedder
+from precedent.core.playbooks import (
+    MAX_ALTERNATIVES,
+    CatalogAnswer,
+    CatalogIndex,
+    PlaybookQuery,
+    ScoredPlaybook,
+    decide,
+    score_playbook,
+    unavailable,
+)
+from precedent.models import Playbook, PlaybookHistory
+
+CATALOG = Path(__file__).resolve().parents[1] / "data" / "playbooks"
+OOM_LABELS = {
+    "kubernaut.ai/incident-type": "pod-oom-killer",
+    "kubernaut.ai/environment": "production",
+}
+
+
+@pytest.fixture(scope="module")
+def playbooks() -> list[Playbook]:
+    return load_playbooks([CATALOG])
+
+
+@pytest.fixture
+def index(playbooks: list[Playbook]) -> CatalogIndex:
+    return CatalogIndex(playbooks)
+
+
+def pb(
+    id_: str,
+    description: str = "restarts the pod",
+    labels: dict[str, list[str]] | None = None,
+    runs: int = 10,
+    ok: int = 9,
+) -> Playbook:
+    return Playbook(
+        id=id_,
+        version="v1",
+        description=description,
+        labels=labels or {},
+        history=PlaybookHistory(executions=runs, successes=ok),
+    )
+
+
+# -- thresholds and ordering --------------------------------------------------------------------
+
+
+def test_memory_pressure_ranks_the_oom_playbooks_first(index: CatalogIndex) -> None:
+    query = PlaybookQuery.create("pod memory pressure", OOM_LABELS, min_confidence=0.0)
+    answer = index.search(query)
+    ids = [c.id for c in answer.candidates]
+    assert ids[0] == "pod-oom-recovery"
+    assert set(ids[:3]) == {
+        "pod-oom-recovery",
+        "pod-oom-vertical-scaling",
+        "pod-force-delete-recovery",
+    }
+    confidences = [c.confidence for c in answer.candidates]
+    assert confidences == sorted(confidences, reverse=True)
+
+
+def test_every_candidate_reports_its_parts(index: CatalogIndex) -> None:
+    query = PlaybookQuery.create("pod memory pressure", OOM_LABELS, min_confidence=0.0)
+    for candidate in index.search(query).candidates:
+        assert candidate.parts is not None
+        p = candidate.parts
+        assert candidate.confidence == pytest.approx(
+            0.4 * p.semantic + 0.4 * p.labels + 0.2 * p.historical
+        )
+
+
+def test_min_confidence_filters(index: CatalogIndex) -> None:
+    everything = index.search(
+        PlaybookQuery.create("pod memory pressure", OOM_LABELS, min_confidence=0.0)
+    )
+    strict = index.search(
+        PlaybookQuery.create("pod memory pressure", OOM_LABELS, min_confidence=0.6)
+    )
+    assert strict.total < everything.total
+    assert all(c.confidence >= 0.6 or c.is_new for c in strict.candidates)
+
+
+def test_max_results_cuts_the_list_but_total_counts_all(index: CatalogIndex) -> None:
+    query = PlaybookQuery.create(
+        "pod memory pressure", OOM_LABELS, min_confidence=0.0, max_results=2
+    )
+    answer = index.search(query)
+    assert len(answer.candidates) == 2
+    assert answer.total == len(index)
+
+
+def test_ties_are_broken_by_id() -> None:
+    index = CatalogIndex([pb("b-second"), pb("a-first"), pb("c-third")])
+    answer = index.search(PlaybookQuery.create("restarts the pod", min_confidence=0.0))
+    assert [c.id for c in answer.candidates] == ["a-first", "b-second", "c-third"]
+
+
+# -- new playbooks ------------------------------------------------------------------------------
+
+
+def test_new_playbook_labelled_for_the_incident_is_listed_below_threshold(
+    index: CatalogIndex,
+) -> None:
+    # Seed use case 2: "rare database failure" finds the new database-recovery playbook.
+    query = PlaybookQuery.create(
+        "rare database failure", {"incident-type": "database-failure"}, min_confidence=0.8
+    )
+    answer = index.search(query)
+    [only] = answer.candidates
+    assert only.id == "database-recovery"
+    assert only.is_new
+    assert only.confidence < query.min_confidence
+    assert only.parts is not None
+    assert only.parts.historical == 0.5  # low, not zero: smoothed (0 + 1) / (0 + 2)
+
+
+def test_new_playbook_pinned_to_another_incident_type_is_not_listed(index: CatalogIndex) -> None:
+    query = PlaybookQuery.create("restarts database", {"incident-type": "pod-oom-killer"})
+    assert "database-recovery" not in [c.id for c in index.search(query).candidates]
+
+
+def test_new_unlabelled_playbook_needs_evidence() -> None:
+    index = CatalogIndex(
+        [
+            pb("new-relevant", "Restarts database and validates connections", runs=0, ok=0),
+            pb("new-unrelated", "Renews the TLS certificate of an ingress", runs=0, ok=0),
+        ]
+    )
+    query = PlaybookQuery.create("restarts database and validates connections", min_confidence=0.7)
+    ids = [c.id for c in index.search(query).candidates]
+    # new-relevant: semantic 1.0, labels ½ → evidence 0.75 ≥ 0.7; new-unrelated: far below.
+    assert ids == ["new-relevant"]
+
+
+def test_new_playbook_does_not_displace_a_better_established_one() -> None:
+    labels = {"incident-type": ["bad-rollout"]}
+    established = pb("deployment-rollback", "rolls back the deployment", labels, runs=60, ok=57)
+    new = pb("db-migration-rollback", "reverts a database schema migration", labels, 0, 0)
+    query = PlaybookQuery.create(
+        "error rate spike after the release; roll back", {"incident-type": "bad-rollout"}
+    )
+    index = CatalogIndex([established, new])
+    answer = index.search(PlaybookQuery.create(query.text, query.labels, min_confidence=0.0))
+    scores = {c.id: c.confidence for c in answer.candidates}
+    assert scores["db-migration-rollback"] < scores["deployment-rollback"] < 0.9
+    strict = index.search(PlaybookQuery.create(query.text, query.labels, min_confidence=0.9))
+    # The established playbook was turned away with a higher score: the new one is not listed.
+    assert strict.candidates == ()
+    assert strict.best_below is not None
+    assert strict.best_below.id == "deployment-rollback"
+    index.remove("deployment-rollback")
+    [only] = index.search(
+        PlaybookQuery.create(query.text, query.labels, min_confidence=0.9)
+    ).candidates
+    assert only.id == "db-migration-rollback"
+
+
+def test_new_playbook_pinned_only_to_a_generic_label_is_not_listed() -> None:
+    index = CatalogIndex(
+        [pb("new-prod-only", "renews a certificate", {"environment": ["production"]}, 0, 0)]
+    )
+    query = PlaybookQuery.create("database failure", {"environment": "production"})
+    assert index.search(query).candidates == ()
+
+
+def test_established_playbook_below_threshold_is_not_listed() -> None:
+    index = CatalogIndex([pb("old", "Renews the TLS certificate of an ingress", runs=50, ok=50)])
+    answer = index.search(PlaybookQuery.create("database failure"))
+    assert answer.candidates == ()
+    assert answer.best_below is not None
+    assert answer.best_below.id == "old"
+
+
+# -- decisions ----------------------------------------------------------------------------------
+
+
+def test_decision_picks_the_highest_with_a_rationale(index: CatalogIndex) -> None:
+    query = PlaybookQuery.create("pod memory pressure", OOM_LABELS, min_confidence=0.3)
+    answer = index.search(query)
+    decision = decide(query, answer)
+    assert decision.selection is not None
+    top = answer.candidates[0]
+    assert decision.selection.id == top.id == "pod-oom-recovery"
+    assert decision.selection.version == "v1.2"
+    assert decision.selection.selection_method == "data_driven"
+    assert set(decision.selection.components) == {"semantic", "labelMatch", "historical"}
+    rationale = decision.selection.rationale
+    assert "pod-oom-recovery v1.2" in rationale
+    assert f"confidence {top.confidence:.2f}" in rationale
+    assert top.parts is not None
+    assert f"strongest on {top.parts.strongest(index.weights)[0]}" in rationale
+    assert decision.recommendation is None
+    assert 1 <= len(decision.alternatives) <= MAX_ALTERNATIVES
+    assert [a.id for a in decision.alternatives] == [c.id for c in answer.candidates[1:4]]
+
+
+def test_rationale_calls_out_a_new_playbook(index: CatalogIndex) -> None:
+    query = PlaybookQuery.create("rare database failure", {"incident-type": "database-failure"})
+    decision = decide(query, index.search(query))
+    assert decision.selection is not None
+    assert decision.selection.id == "database-recovery"
+    assert "new playbook with no execution history" in decision.selection.rationale
+
+
+def test_alternatives_are_capped_at_three(index: CatalogIndex) -> None:
+    query = PlaybookQuery.create("pod", min_confidence=0.0)
+    decision = decide(query, index.search(query))
+    assert len(decision.alternatives) == 3
+
+
+def test_empty_catalog_recommends_manual_investigation() -> None:
+    query = PlaybookQuery.create("pod memory pressure", OOM_LABELS, subject="Deployment/api")
+    answer = CatalogIndex([]).search(query)
+    decision = decide(query, answer)
+    assert decision.selection is None
+    assert decision.recommendation is not None
+    assert decision.recommendation.action == "manual_investigation"
+    assert decision.recommendation.reason.startswith("no playbook matched: the catalog")
+    assert "empty" in decision.recommendation.reason
+    steps = decision.recommendation.suggested_actions
+    assert any("Deployment/api" in s for s in steps)
+    assert any("pod-oom-killer" in s for s in steps)
+
+
+def test_all_below_threshold_says_none_was_confident_enough(index: CatalogIndex) -> None:
+    query = PlaybookQuery.create("quarterly budget review", {"team": "finance"}, min_confidence=0.9)
+    decision = decide(query, index.search(query))
+    assert decision.selection is None
+    assert decision.recommendation is not None
+    reason = decision.recommendation.reason
+    assert reason.startswith("no playbook confident enough")
+    assert "below min_confidence 0.90" in reason
+    # Far below the bar: not worth suggesting by hand.
+    assert not any("closest playbook" in s for s in decision.recommendation.suggested_actions)
+
+
+def test_a_near_miss_is_suggested_for_review(index: CatalogIndex) -> None:
+    query = PlaybookQuery.create("pod memory pressure", OOM_LABELS, min_confidence=0.99)
+    decision = decide(query, index.search(query))
+    assert decision.recommendation is not None
+    steps = decision.recommendation.suggested_actions
+    assert any("review the closest playbook, pod-oom-recovery v1.2" in s for s in steps)
+
+
+def test_every_playbook_contradicting_the_labels_says_none_matched() -> None:
+    index = CatalogIndex(
+        [pb("a", labels={"incident-type": ["x"]}), pb("b", labels={"incident-type": ["y"]})]
+    )
+    query = PlaybookQuery.create("restarts the pod", {"incident-type": "z"}, min_confidence=0.7)
+    decision = decide(query, index.search(query))
+    assert decision.recommendation is not None
+    assert decision.recommendation.reason.startswith("no playbook matched: all 2 playbooks pin")
+    assert "incident-type=z" in decision.recommendation.reason
+
+
+def test_remote_answers_have_no_parts_and_say_so() -> None:
+    query = PlaybookQuery.create("x")
+    answer = CatalogAnswer(
+        candidates=(ScoredPlaybook("remote-pb", "v2", "desc", 0.81),), total=1, source="http://ctx"
+    )
+    decision = decide(query, answer, method="fallback", note="Fallback: remote down.")
+    assert decision.selection is not None
+    assert decision.selection.components == {}
+    assert decision.selection.selection_method == "fallback"
+    assert decision.selection.rationale.startswith("Fallback: remote down. Selected remote-pb v2")
+    assert "reports the total only" in decision.selection.rationale
+
+
+def test_unavailable_recommends_manual_investigation_with_the_reason() -> None:
+    decision = unavailable(PlaybookQuery.create("x"), "http://ctx: timed out")
+    assert decision.recommendation is not None
+    assert decision.recommendation.reason == "playbook catalog unavailable: http://ctx: timed out"
+
+
+# -- the vectorised catalog agrees with the reference and follows mutations ---------------------
+
+
+def random_catalog(n: int, seed: int) -> list[Playbook]:
+    rng = random.Random(seed)
+    words = [
+        "pod",
+        "node",
+        "memory",
+        "disk",
+        "restart",
+        "drain",
+        "scale",
+        "certificate",
+        "database",
+        "rollback",
+        "dns",
+    ]
+    types = ["pod-oom-killer", "node-pressure", "database-failure", "bad-rollout"]
+    out = []
+    for i in range(n):
+        labels: dict[str, list[str]] = {}
+        if rng.random() < 0.8:
+            labels["incident-type"] = rng.sample(types, rng.randint(1, 2))
+        if rng.random() < 0.4:
+            labels["environment"] = rng.choice([["production"], ["staging"], ["*"]])
+        runs = rng.randint(0, 50)
+        out.append(
+            Playbook(
+                id=f"pb-{i:04d}",
+                version="v1",
+                description=" ".join(rng.choices(words, k=6)),
+                labels=labels,
+                history=PlaybookHistory(executions=runs, successes=rng.randint(0, runs)),
+            )
+        )
+    return out
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_vectorised_scores_equal_the_reference(seed: int) -> None:
+    catalog = random_catalog(60, seed)
+    index = CatalogIndex(catalog)
+    embedder = LexicalEmbedder()
+    query = PlaybookQuery.create(
+        "pod memory restart",
+        {"incident-type": "pod-oom-killer", "environment": "production"},
+        min_confidence=0.0,
+        max_results=100,
+    )
+    q = embedder.embed([query.text])[0]
+    got = {c.id: c for c in index.search(query).candidates}
+    assert len(got) == 60
+    for playbook in catalog:
+        semantic = index.calibration(float(embedder.embed([playbook.description])[0] @ q))
+        expected = score_playbook(playbook, query, semantic)
+        assert got[playbook.id].confidence == pytest.approx(expected.confidence, abs=1e-6)
+        parts = got[playbook.id].parts
+        assert parts is not None
+        assert parts.labels == pytest.approx(expected.labels)
+        assert parts.historical == pytest.approx(expected.historical)
+
+
+def test_upsert_replaces_and_remove_drops_one_playbook() -> None:
+    index = CatalogIndex([pb("a", "restarts the pod"), pb("b", "drains the node")])
+    query = PlaybookQuery.create("drains the node", min_confidence=0.0)
+    assert index.search(query).candidates[0].id == "b"
+    index.upsert(pb("b", "renews a certificate"))
+    assert len(index) == 2
+    assert index.search(query).candidates[0].id == "a"
+    assert index.remove("a") is True
+    assert index.remove("a") is False
+    assert [c.id for c in index.search(query).candidates] == ["b"]
+    index.upsert(pb("c", "drains the node"))  # reuses the freed row
+    assert [c.id for c in index.search(query).candidates] == ["c", "b"]
+    assert [p.id for p in index.playbooks()] == ["b", "c"]
+
+
+def test_upsert_changes_labels_and_history() -> None:
+    index = CatalogIndex([pb("a", labels={"incident-type": ["x"]}, runs=0, ok=0)])
+    query = PlaybookQuery.create("restarts the pod", {"incident-type": "y"}, min_confidence=0.0)
+    [before] = index.search(query).candidates
+    assert before.parts is not None
+    assert before.parts.labels == 0.0
+    index.upsert(pb("a", labels={"incident-type": ["y"]}, runs=10, ok=10))
+    [after] = index.search(query).candidates
+    assert after.parts is not None
+    assert after.parts.labels == 1.0
+    assert after.parts.historical == pytest.approx(11 / 12)
+
+
+def test_catalog_grows_past_its_initial_capacity() -> None:
+    catalog = random_catalog(100, 7)
+    index = CatalogIndex()
+    for playbook in catalog:
+        index.upsert(playbook)
+    bulk = CatalogIndex(catalog)
+    query = PlaybookQuery.create(
+        "node drain", {"incident-type": "node-pressure"}, min_confidence=0.0, max_results=100
+    )
+    one_by_one = [(c.id, round(c.confidence, 6)) for c in index.search(query).candidates]
+    at_once = [(c.id, round(c.confidence, 6)) for c in bulk.search(query).candidates]
+    assert one_by_one == at_once
+    assert len(one_by_one) == 100
