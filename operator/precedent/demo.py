@@ -25,6 +25,7 @@ import httpx
 from precedent.adapters.loader import iter_documents
 from precedent.output import dump_yaml, format_table
 from precedent.sandbox import SandboxThread
+from precedent.sandbox.table import go_text
 
 __all__ = ["demo_command", "object_path", "table_rows"]
 
@@ -97,7 +98,7 @@ def table_rows(table: dict[str, Any], *, namespace_column: bool = False) -> str:
     rows = []
     for row in table["rows"]:
         cells = [
-            ("<none>" if row["cells"][i] in (None, "") else str(row["cells"][i]))
+            ("<none>" if row["cells"][i] in (None, "") else go_text(row["cells"][i]))
             for i, _ in columns
         ]
         if namespace_column:

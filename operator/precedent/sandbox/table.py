@@ -131,16 +131,16 @@ def age(timestamp: Any, now: datetime | None = None) -> str:
     return human_duration((now - moment).total_seconds())
 
 
-def _go_text(value: Any) -> str:
-    # What Go's fmt.Fprint prints for a decoded JSON value (JSONPath text output).
+def go_text(value: Any) -> str:
+    """What Go's fmt.Fprint prints for a decoded JSON value (kubectl's cells, JSONPath text)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
         return str(int(value)) if value.is_integer() and abs(value) < 1e21 else repr(value)
     if isinstance(value, dict):
-        return "map[" + " ".join(f"{k}:{_go_text(v)}" for k, v in sorted(value.items())) + "]"
+        return "map[" + " ".join(f"{k}:{go_text(v)}" for k, v in sorted(value.items())) + "]"
     if isinstance(value, list):
-        return "[" + " ".join(_go_text(v) for v in value) + "]"
+        return "[" + " ".join(go_text(v) for v in value) + "]"
     return str(value)
 
 
@@ -168,7 +168,7 @@ class Column:
         if value is None:
             return None
         if self.type == "string":
-            return _go_text(value)
+            return go_text(value)
         if self.type == "integer":
             return (
                 int(value)
