@@ -29,6 +29,8 @@ __all__ = [
 ]
 
 _SUFFIXES = (".yaml", ".yml", ".json")
+# libyaml's safe loader when PyYAML was built with it (about 10× faster on big histories).
+_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,7 +92,7 @@ def _files(path: Path) -> list[Path]:
 
 def _parse(text: str, source: str) -> Iterator[Document]:
     try:
-        raw = list(yaml.safe_load_all(text))
+        raw = list(yaml.load_all(text, Loader=_SAFE_LOADER))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""

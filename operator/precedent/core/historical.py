@@ -18,7 +18,7 @@ import numpy.typing as npt
 from precedent.core.history import History
 from precedent.core.normalize import ProposedAction
 from precedent.core.ranking import RankingWeights, rank_score
-from precedent.core.risk import band_for, decision_for, sri_score
+from precedent.core.risk import band_for, decision_for, sri_score_weighted
 from precedent.core.similarity import SIMILARITY_THRESHOLD, RuleParts
 from precedent.models import (
     Incident,
@@ -78,10 +78,9 @@ def evaluate_history(
     hits = np.flatnonzero(combined >= threshold - 1e-9)
 
     # Most similar first, then the more severe, then by id: one numpy sort, not a Python one.
-    ordered: list[int] = hits[
-        np.lexsort((history.id_rank[hits], history.severity_rank[hits], -combined[hits]))
-    ].tolist()
-    score = sri_score([(float(combined[p]), history.incidents[p].severity) for p in ordered])
+    order = hits[np.lexsort((history.id_rank[hits], history.severity_rank[hits], -combined[hits]))]
+    ordered: list[int] = order.tolist()
+    score = sri_score_weighted(combined[order].astype(np.float64), history.severity_weight[order])
     band = band_for(score)
     decision = decision_for(band)
 

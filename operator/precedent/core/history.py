@@ -8,6 +8,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from precedent.core.risk import SEVERITY_WEIGHTS
 from precedent.core.similarity import RuleMatrix
 from precedent.models import Incident
 
@@ -34,6 +35,9 @@ class History:
         order = {"critical": 0, "high": 1, "medium": 2, "low": 3}
         self.severity_rank = np.array(
             [order[i.severity.value] for i in self.incidents], dtype=np.int8
+        )
+        self.severity_weight = np.array(
+            [SEVERITY_WEIGHTS[i.severity] for i in self.incidents], dtype=np.float64
         )
         self.id_rank = np.argsort(np.argsort(np.array([i.id for i in self.incidents], dtype=str)))
         digest = hashlib.sha256()

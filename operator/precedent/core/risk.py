@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+import numpy.typing as npt
+
 from precedent.models import Band, Decision, Severity
 
 __all__ = [
@@ -19,6 +22,7 @@ __all__ = [
     "band_for",
     "decision_for",
     "sri_score",
+    "sri_score_weighted",
 ]
 
 SEVERITY_WEIGHTS: dict[Severity, float] = {
@@ -35,11 +39,20 @@ MEDIUM_BAND_MAX = 60.0
 
 def sri_score(similar: Sequence[tuple[float, Severity]]) -> float:
     """Score ``(similarity, severity)`` pairs, most similar first, rounded to 0.1."""
-    if not similar:
+    return sri_score_weighted(
+        np.array([sim for sim, _ in similar], dtype=np.float64),
+        np.array([SEVERITY_WEIGHTS[sev] for _, sev in similar], dtype=np.float64),
+    )
+
+
+def sri_score_weighted(
+    similarities: npt.NDArray[np.float64], weights: npt.NDArray[np.float64]
+) -> float:
+    """The same score from aligned arrays (most similar first): what the scorer calls."""
+    if similarities.size == 0:
         return 0.0
-    (best_sim, best_sev), *rest = similar
-    score = best_sim * SEVERITY_WEIGHTS[best_sev]
-    score += sum(sim * SEVERITY_WEIGHTS[sev] * DIMINISHING_RETURNS for sim, sev in rest)
+    products = similarities * weights
+    score = float(products[0]) + float(products[1:].sum()) * DIMINISHING_RETURNS
     return round(min(score, MAX_SCORE), 1)
 
 

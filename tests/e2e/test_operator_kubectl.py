@@ -1,0 +1,92 @@
+"""A user's session: kubectl applies the CRDs and data/, the real operator answers, kubectl reads.
+
+kubectl (installed on the machine) talks to the sandbox; the operator is the real
+``kopf run -m precedent.handlers``, in this process. Skipped, with the reason, without kubectl.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from kopf.testing import KopfRunner
+
+from precedent.sandbox import SandboxThread
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH"),
+]
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class Kubectl:
+    """kubectl pointed at one sandbox."""
+
+    def __init__(self, kubeconfig: Path, cache: Path) -> None:
+        self.base = ["kubectl", "--kubeconfig", str(kubeconfig), "--cache-dir", str(cache)]
+
+    def __call__(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            [*self.base, *args], capture_output=True, text=True, timeout=120, check=False
+        )
+        if check and result.returncode != 0:
+            raise AssertionError(f"{' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
+        return result
+
+
+@pytest.fixture
+def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Kubectl]:
+    """An empty sandbox; kubectl installs the CRDs and applies data/; the operator runs."""
+    with SandboxThread(crds_dir=None) as sandbox:
+        kubeconfig = sandbox.write_kubeconfig(tmp_path / "kubeconfig")
+        kubectl = Kubectl(kubeconfig, tmp_path / "cache")
+        kubectl("apply", "-f", str(REPO / "crds"))
+        kubectl("wait", "--for", "condition=established", "--timeout=30s", "crd", "--all")
+        monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+        monkeypatch.setenv("PRECEDENT_HISTORY_PATH", "")
+        monkeypatch.setenv("PRECEDENT_METRICS_PORT", "0")
+        kubectl("apply", "-R", "-f", str(REPO / "data" / "incidents"))
+        kubectl("apply", "-R", "-f", str(REPO / "data" / "playbooks"))
+        args = ["run", "-m", "precedent.handlers", "--all-namespaces", "--standalone"]
+        with KopfRunner(args, timeout=60):
+            yield kubectl
+
+
+def test_apply_data_wait_ready_and_read_the_columns(session: Kubectl) -> None:
+    session("apply", "-R", "-f", str(REPO / "data" / "requests"))
+    session("wait", "--for=condition=Ready", "--timeout=60s", "rr", "--all", "-n", "default")
+    out = session("get", "rr", "-n", "default").stdout.splitlines()
+    assert out[0].split() == [
+        "NAME", "RISK", "SCORE", "DECISION", "INCIDENT", "PLAYBOOK", "CONFIDENCE", "READY", "AGE",
+    ]  # fmt: skip
+    rows = {line.split()[0]: line.split() for line in out[1:]}
+    assert len(rows) == 15
+    assert rows["restart-payment-api"][1:5] == ["high", "100", "Denied", "INC-2025-0847"]
+    assert rows["update-config-sql-prod"][1:6] == [
+        "medium", "40", "Escalated", "INC-2025-0634", "azure-sql-server-parameter-change",
+    ]  # fmt: skip
+    assert rows["scale-up-web-tier-01"][1:5] == ["low", "8", "Approved", "INC-2026-0012"]
+    assert all(row[-2] == "True" for row in rows.values())
+
+
+def test_category_lists_every_precedent_kind(session: Kubectl) -> None:
+    out = session("get", "precedent", "-A", "-o", "name").stdout.split()
+    assert any(name.startswith("incident.precedent.dev/") for name in out)
+    assert any(name.startswith("playbook.precedent.dev/") for name in out)
+
+
+def test_invalid_request_is_rejected_with_the_field_named(session: Kubectl, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "apiVersion: precedent.dev/v1alpha1\nkind: RemediationRequest\n"
+        "metadata: {name: bad, namespace: default}\n"
+        "spec: {action: Restart Service, target: {kind: Deployment, name: api}}\n"
+    )
+    result = session("apply", "-f", str(bad), check=False)
+    assert result.returncode != 0
+    assert "spec.action" in result.stderr
