@@ -212,4 +212,5 @@ def _summary(assessment: Assessment) -> str:
 @kopf.on.probe(id="history")
 def probe_history(memo: kopf.Memo, **_: Any) -> int:
     """Liveness/readiness detail at /healthz: incidents in the current snapshot."""
-    return len(memo.service.assessor.history)
+    service: PrecedentService = memo.service
+    return service.history_size()

@@ -12,9 +12,13 @@ in-cluster catalog is its fallback.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import threading
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from pydantic import ValidationError
@@ -26,6 +30,7 @@ from precedent.adapters.selector import PlaybookSelector, build_catalog, scoring
 from precedent.core.assess import Assessor
 from precedent.core.history import History
 from precedent.core.policy import PolicyEngine
+from precedent.core.ports import PlaybookDecision
 from precedent.errors import InputError, describe_validation
 from precedent.models import Assessment, Incident, Playbook, RemediationRequestSpec
 from precedent.settings import Settings
@@ -70,6 +75,8 @@ class PrecedentService:
             weights=weights,
         )
         self._assessor: Assessor | None = None
+        self._lock = threading.Lock()
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="precedent-assess")
         self._policy = PolicyEngine(enforce=settings.policy_mode == "enforce")
         # One vector index for the service's lifetime: a new snapshot embeds only what changed.
         self._neighbours = (
@@ -99,15 +106,17 @@ class PrecedentService:
             incident = Incident.model_validate(dict(spec))
         except ValidationError as exc:
             raise InputError(f"Incident {name}: {describe_validation(exc, 'spec')}") from None
-        if self._objects.get(name) != incident:
-            self._objects[name] = incident
-            self._assessor = None
+        with self._lock:  # the scoring thread may be rebuilding the snapshot from _objects
+            if self._objects.get(name) != incident:
+                self._objects[name] = incident
+                self._assessor = None
         return incident
 
     def remove_incident(self, name: str) -> None:
         """Forget the incident from object ``name``."""
-        if self._objects.pop(name, None) is not None:
-            self._assessor = None
+        with self._lock:
+            if self._objects.pop(name, None) is not None:
+                self._assessor = None
 
     # -- playbooks ----------------------------------------------------------------------------
 
@@ -147,6 +156,11 @@ class PrecedentService:
             logger.info("history snapshot rebuilt: %d incidents", len(history))
         return self._assessor
 
+    def history_size(self) -> int:
+        """Incidents in the current snapshot (rebuilt first if objects changed)."""
+        with self._lock:
+            return len(self.assessor.history)
+
     def assess(self, spec: Mapping[str, Any], *, now: datetime | None = None) -> Assessment:
         """Validate and assess one request spec, without a playbook (history only)."""
         return self.assessor.assess(parse_request_spec(spec), now=now)
@@ -157,8 +171,21 @@ class PrecedentService:
         """Validate, select a playbook (never raises: degrades to fallback), and assess."""
         parsed = parse_request_spec(spec)
         outcome = await self.selector.select(parsed)
-        return self.assessor.assess(parsed, playbook=outcome.decision, now=now)
+        # Scoring runs on a worker thread, one at a time (the snapshot and the vector index are
+        # not thread-safe): the event loop keeps serving kopf's API traffic meanwhile, and the
+        # vector search releases the GIL.
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            self._executor, partial(self._assess_locked, parsed, outcome.decision, now)
+        )
+
+    def _assess_locked(
+        self, spec: RemediationRequestSpec, playbook: PlaybookDecision, now: datetime | None
+    ) -> Assessment:
+        with self._lock:
+            return self.assessor.assess(spec, playbook=playbook, now=now)
 
     async def aclose(self) -> None:
-        """Release the remote catalog's connections."""
+        """Release the remote catalog's connections and the scoring thread."""
         await self.selector.aclose()
+        self._executor.shutdown(wait=False)
