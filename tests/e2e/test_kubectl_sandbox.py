@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from precedent.sandbox import SandboxThread
+from tests.e2e.conftest import Kubectl
 
 pytestmark = [
     pytest.mark.e2e,
@@ -24,21 +25,6 @@ pytestmark = [
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data" / "sandbox"
-
-
-class Kubectl:
-    """kubectl pointed at one sandbox: ``kubectl("get", "rr")`` → CompletedProcess."""
-
-    def __init__(self, kubeconfig: Path, cache: Path) -> None:
-        self.base = ["kubectl", "--kubeconfig", str(kubeconfig), "--cache-dir", str(cache)]
-
-    def __call__(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run(
-            [*self.base, *args], capture_output=True, text=True, timeout=120, check=False
-        )
-        if check and result.returncode != 0:
-            raise AssertionError(f"{' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
-        return result
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,6 @@ kubectl (installed on the machine) talks to the sandbox; the operator is the rea
 from __future__ import annotations
 
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pytest
 from kopf.testing import KopfRunner
 
 from precedent.sandbox import SandboxThread
+from tests.e2e.conftest import Kubectl
 
 pytestmark = [
     pytest.mark.e2e,
@@ -22,21 +22,6 @@ pytestmark = [
 ]
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-class Kubectl:
-    """kubectl pointed at one sandbox."""
-
-    def __init__(self, kubeconfig: Path, cache: Path) -> None:
-        self.base = ["kubectl", "--kubeconfig", str(kubeconfig), "--cache-dir", str(cache)]
-
-    def __call__(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run(
-            [*self.base, *args], capture_output=True, text=True, timeout=120, check=False
-        )
-        if check and result.returncode != 0:
-            raise AssertionError(f"{' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
-        return result
 
 
 @pytest.fixture

@@ -3,12 +3,13 @@
 ``POST {url}/embeddings`` with ``{"model": …, "input": [texts]}`` and, when an API key is set,
 ``Authorization: Bearer <key>``; the answer's ``data[i].embedding`` vectors are put back in
 input order by ``data[i].index`` and L2-normalised. A request that times out, cannot connect,
-or gets 429 or 5xx is retried with exponential backoff (``backoff × 2^attempt``); anything
-else, or running out of retries, raises ``DependencyError`` naming the endpoint.
+or gets 429 or 5xx is retried with the shared ``RetryPolicy`` (exponential backoff with jitter);
+anything else, or running out of retries, raises ``DependencyError`` naming the endpoint.
 """
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -18,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from precedent.core.embedding import l2_normalize
+from precedent.core.resilience import RetryPolicy
 from precedent.errors import DependencyError
 
 __all__ = ["HttpEmbedder"]
@@ -47,8 +49,9 @@ class HttpEmbedder:
             raise DependencyError("embedding model is not set (PRECEDENT_EMBEDDING_MODEL)")
         self.url = url.rstrip("/") + "/embeddings"
         self.model = model
-        self.retries = retries
-        self.backoff = backoff
+        self.retry = RetryPolicy(
+            retries=retries, base_delay=backoff, max_delay=max(backoff * 8, 1.0)
+        )
         self.batch_size = batch_size
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(timeout=timeout, headers=headers, transport=transport)
@@ -91,9 +94,9 @@ class HttpEmbedder:
     def _request(self, texts: list[str]) -> npt.NDArray[np.float32]:
         body = {"model": self.model, "input": texts}
         problem = ""
-        for attempt in range(self.retries + 1):
+        for attempt in range(self.retry.attempts):
             if attempt:
-                time.sleep(self.backoff * 2 ** (attempt - 1))
+                time.sleep(self.retry.delay(attempt, random.random))
             try:
                 response = self._client.post(self.url, json=body)
             except httpx.TimeoutException:
@@ -110,7 +113,7 @@ class HttpEmbedder:
                     f"{self.url}: HTTP {response.status_code}: {response.text[:200]}"
                 )
             return self._parse(response, len(texts))
-        raise DependencyError(f"{self.url}: {problem} (after {self.retries + 1} attempts)")
+        raise DependencyError(f"{self.url}: {problem} (after {self.retry.attempts} attempts)")
 
     def _parse(self, response: httpx.Response, count: int) -> npt.NDArray[np.float32]:
         try:
