@@ -5,41 +5,25 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import sys
 from pathlib import Path
 from typing import Any
 
 import click
-from pydantic import ValidationError
 
 from precedent.adapters.catalog_local import LocalPlaybookCatalog
 from precedent.adapters.context_api import run
-from precedent.adapters.selector import PlaybookSelector, SelectionOutcome, build_selector
+from precedent.adapters.selector import (
+    PlaybookSelector,
+    SelectionOutcome,
+    build_catalog,
+    build_selector,
+)
 from precedent.core.playbooks import PlaybookQuery, parse_label
 from precedent.errors import PrecedentError
-from precedent.output import format_table
-from precedent.settings import DEFAULT_CATALOG_PATH, Settings
+from precedent.output import fail, format_table, settings_or_fail
+from precedent.settings import DEFAULT_CATALOG_PATH
 
 __all__ = ["catalog"]
-
-
-def _fail(message: str) -> None:
-    click.echo(f"error: {message}", err=True)
-    sys.exit(1)
-
-
-def _settings() -> Settings:
-    try:
-        return Settings()
-    except ValidationError as exc:
-        problems = []
-        for error in exc.errors():
-            message = str(error["msg"]).removeprefix("Value error, ")
-            names = [str(part) for part in error["loc"]]
-            env = f"PRECEDENT_{'_'.join(names).upper()}: " if names else ""
-            problems.append(f"{env}{message}")
-        _fail(f"configuration: {'; '.join(problems)}")
-        raise  # unreachable: _fail exits
 
 
 @click.group()
@@ -60,18 +44,19 @@ def catalog() -> None:
 )
 def serve(location: str | None, host: str | None, port: int | None) -> None:
     """Serve GET /api/v1/context/playbooks, /healthz and /metrics."""
-    settings = _settings()
+    settings = settings_or_fail()
     location = location or settings.catalog or str(DEFAULT_CATALOG_PATH)
     if location.startswith(("http://", "https://")):
-        _fail(f"catalog serve needs a path, not a URL: {location}")
+        fail(f"catalog serve needs a path, not a URL: {location}")
     if not Path(location).exists():
-        _fail(f"catalog {location}: no such file or directory")
+        fail(f"catalog {location}: no such file or directory")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
-        local = LocalPlaybookCatalog.from_paths([location])
+        local = build_catalog(location, settings)  # a path (checked above): in-process
     except PrecedentError as exc:
-        _fail(str(exc))
+        fail(str(exc))
         return
+    assert isinstance(local, LocalPlaybookCatalog)
     run(
         local,
         host=host or settings.catalog_host,
@@ -161,7 +146,7 @@ def query(
     output: str,
 ) -> None:
     """Rank the catalog's playbooks for DESCRIPTION and show the selection."""
-    settings = _settings()
+    settings = settings_or_fail()
     try:
         pairs = [parse_label(label) for label in labels]
         selector = build_selector(location, settings)
@@ -176,7 +161,7 @@ def query(
             max_results=settings.max_playbooks if max_results is None else max_results,
         )
     except (PrecedentError, ValueError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
         return
 
     async def ask(s: PlaybookSelector) -> SelectionOutcome:

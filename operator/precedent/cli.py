@@ -20,9 +20,8 @@ from precedent.core.policy import PolicyEngine
 from precedent.demo import demo_command
 from precedent.errors import InputError, PrecedentError
 from precedent.models import Assessment
-from precedent.output import dump_yaml, fail, format_table
+from precedent.output import dump_yaml, fail, format_table, settings_or_fail
 from precedent.sandbox.cli import sandbox_command
-from precedent.settings import Settings
 
 __all__ = ["main"]
 
@@ -70,7 +69,7 @@ def score(
     catalog: str | None,
 ) -> None:
     """Score RemediationRequest documents in PATHS (files, directories, or - for stdin)."""
-    settings = Settings()
+    settings = settings_or_fail()
     chosen = mode or settings.similarity_mode
     try:
         requests = load_requests(paths)

@@ -22,7 +22,7 @@ from precedent.core.conditions import ConditionUpdate, merge_conditions
 from precedent.errors import DependencyError, InputError
 from precedent.models import API_GROUP, Assessment, Decision
 from precedent.service import PrecedentService
-from precedent.settings import Settings
+from precedent.settings import load_settings
 
 VERSION = "v1alpha1"
 REQUESTS = (API_GROUP, VERSION, "remediationrequests")
@@ -36,7 +36,10 @@ DEPENDENCY_RETRY_SECONDS = 15
 @kopf.on.startup(id="configure")
 async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
     """Build dependencies once and keep them in ``memo``; store kopf state in status."""
-    config = Settings()
+    try:
+        config = load_settings()
+    except InputError as exc:
+        raise kopf.PermanentError(f"invalid configuration: {exc}") from None
     settings.persistence.progress_storage = kopf.StatusProgressStorage(field="status.kopf.progress")
     settings.persistence.diffbase_storage = kopf.StatusDiffBaseStorage(
         field="status.kopf.last-handled-configuration"

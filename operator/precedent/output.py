@@ -9,7 +9,10 @@ from typing import Any, NoReturn
 import click
 import yaml
 
-__all__ = ["dump_yaml", "fail", "format_table"]
+from precedent.errors import InputError
+from precedent.settings import Settings, load_settings
+
+__all__ = ["dump_yaml", "fail", "format_table", "settings_or_fail"]
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -45,3 +48,11 @@ def fail(message: str) -> NoReturn:
     """Print ``error: message`` to stderr and exit 1: bad input never shows a traceback."""
     click.echo(f"error: {message}", err=True)
     sys.exit(1)
+
+
+def settings_or_fail() -> Settings:
+    """The settings, or ``error: PRECEDENT_X: …`` and exit 1 when a variable is invalid."""
+    try:
+        return load_settings()
+    except InputError as exc:
+        fail(f"invalid configuration: {exc}")

@@ -21,7 +21,7 @@ from precedent.core.ports import Embedder
 from precedent.core.ranking import rank_score
 from precedent.core.semantic import incident_text
 from precedent.errors import PrecedentError
-from precedent.output import fail, format_table
+from precedent.output import fail, format_table, settings_or_fail
 from precedent.settings import Settings
 
 __all__ = ["eval_command", "fetch_model_command", "index_command", "search_command"]
@@ -64,7 +64,7 @@ def search_command(
     output: str,
 ) -> None:
     """Rank past incidents for TEXT: similarity, seed 002's hybrid score and seed 001's boosts."""
-    settings = Settings()
+    settings = settings_or_fail()
     if not text.strip():
         fail("search text is empty")
         return
@@ -153,7 +153,7 @@ def eval_command(
     output: str,
 ) -> None:
     """Retrieval quality on a labelled history: MRR, hit@1, hit@5, MAP@10."""
-    settings = Settings()
+    settings = settings_or_fail()
     chosen: SimilarityMode = mode or settings.similarity_mode  # type: ignore[assignment]
     try:
         history = load_history_jsonl(history_path)
@@ -197,7 +197,7 @@ def eval_command(
 )
 def index_command(history: tuple[str, ...], embedder: str | None, save_dir: Path | None) -> None:
     """Build (or update) the vector index for a history and print its stats."""
-    settings = Settings()
+    settings = settings_or_fail()
     if save_dir is not None:
         settings = settings.model_copy(update={"index_dir": save_dir})
     try:

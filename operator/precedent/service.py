@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from precedent.adapters.catalog_local import LocalPlaybookCatalog
 from precedent.adapters.loader import load_incidents, load_playbooks
-from precedent.adapters.retrieval import build_neighbours, ranking_weights
+from precedent.adapters.retrieval import build_embedder, build_neighbours, ranking_weights
 from precedent.adapters.selector import PlaybookSelector, build_catalog, scoring
 from precedent.core.assess import Assessor
 from precedent.core.history import History
@@ -62,8 +62,14 @@ class PrecedentService:
         self._base = {i.id: i for i in base_incidents}
         self._objects: dict[str, Incident] = {}  # object name → incident
         weights, prior = scoring(settings)
+        # One embedder for incidents and playbooks, as configured (PRECEDENT_EMBEDDER…).
+        embedder = build_embedder(settings)
         self.catalog = LocalPlaybookCatalog(
-            base_playbooks, weights=weights, prior=prior, name="in-cluster catalog"
+            base_playbooks,
+            embedder=embedder,
+            weights=weights,
+            prior=prior,
+            name="in-cluster catalog",
         )
         remote = settings.catalog if settings.catalog and "://" in settings.catalog else None
         self.selector = PlaybookSelector(

@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["DEFAULT_CATALOG_PATH", "Settings"]
+from precedent.errors import InputError
+
+__all__ = ["DEFAULT_CATALOG_PATH", "Settings", "load_settings"]
 
 DEFAULT_CATALOG_PATH = Path("data/playbooks")
 
@@ -190,7 +192,7 @@ class Settings(BaseSettings):
         default="127.0.0.1", description="Address `precedent catalog serve` listens on."
     )
     catalog_port: int = Field(
-        default=8080, ge=0, le=65535, description="Port `precedent catalog serve` listens on."
+        default=8081, ge=0, le=65535, description="Port `precedent catalog serve` listens on."
     )
 
     @field_validator("catalog", "catalog_fallback", mode="before")
@@ -209,3 +211,17 @@ class Settings(BaseSettings):
         if abs(total - 1.0) > 1e-6:
             raise ValueError(f"confidence weights must sum to 1, got {total:g}")
         return self
+
+
+def load_settings() -> Settings:
+    """Settings from the environment; a bad value is an InputError naming the variable."""
+    try:
+        return Settings()
+    except ValidationError as exc:
+        problems = []
+        for item in exc.errors():
+            loc = item["loc"]
+            message = item["msg"].removeprefix("Value error, ")
+            # A rule across several variables (the weights' sum) has no single name to give.
+            problems.append(f"PRECEDENT_{str(loc[0]).upper()}: {message}" if loc else message)
+        raise InputError("; ".join(problems)) from None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -144,3 +145,21 @@ def test_missing_file_is_an_error() -> None:
     proc = run("score", "no/such/file.yaml")
     assert proc.returncode == 1
     assert proc.stderr.strip() == "error: no/such/file.yaml: no such file or directory"
+
+
+def test_invalid_setting_names_the_variable() -> None:
+    proc = subprocess.run(
+        [PRECEDENT, "score", "-"],
+        input=VALID,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+        env={**os.environ, "PRECEDENT_MIN_CONFIDENCE": "2"},
+    )
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip() == (
+        "error: invalid configuration: PRECEDENT_MIN_CONFIDENCE: "
+        "Input should be less than or equal to 1"
+    )

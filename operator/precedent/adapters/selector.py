@@ -28,6 +28,7 @@ from pathlib import Path
 from precedent.adapters.cache import TTLCache
 from precedent.adapters.catalog_http import HttpPlaybookCatalog
 from precedent.adapters.catalog_local import LocalPlaybookCatalog
+from precedent.adapters.retrieval import build_embedder
 from precedent.core.playbooks import (
     CatalogAnswer,
     ConfidenceWeights,
@@ -287,7 +288,9 @@ def build_catalog(location: str, settings: Settings) -> LocalPlaybookCatalog | H
     if not path.exists():
         raise InputError(f"catalog {location}: no such file or directory")
     weights, prior = scoring(settings)
-    return LocalPlaybookCatalog.from_paths([path], weights=weights, prior=prior)
+    return LocalPlaybookCatalog.from_paths(
+        [path], embedder=build_embedder(settings), weights=weights, prior=prior
+    )
 
 
 def build_selector(location: str | None, settings: Settings) -> PlaybookSelector | None:
@@ -307,7 +310,9 @@ def build_selector(location: str | None, settings: Settings) -> PlaybookSelector
         path = settings.catalog_fallback or DEFAULT_CATALOG_PATH
         if path.exists():
             weights, prior = scoring(settings)
-            fallback = LocalPlaybookCatalog.from_paths([path], weights=weights, prior=prior)
+            fallback = LocalPlaybookCatalog.from_paths(
+                [path], embedder=build_embedder(settings), weights=weights, prior=prior
+            )
         elif settings.catalog_fallback is not None:
             raise InputError(f"catalog fallback {path}: no such file or directory")
     weights, _ = scoring(settings)

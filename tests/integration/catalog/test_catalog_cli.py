@@ -190,9 +190,11 @@ def test_bad_settings_are_one_line_naming_the_variable() -> None:
     proc = run("catalog", "query", "x", env={"PRECEDENT_MIN_CONFIDENCE": "2"})
     assert proc.returncode == 1
     assert proc.stderr.strip() == (
-        "error: configuration: PRECEDENT_MIN_CONFIDENCE: Input should be less than or equal to 1"
+        "error: invalid configuration: PRECEDENT_MIN_CONFIDENCE: "
+        "Input should be less than or equal to 1"
     )
     weights = run("catalog", "query", "x", env={"PRECEDENT_CONFIDENCE_WEIGHT_SEMANTIC": "0.9"})
     assert (
-        weights.stderr.strip() == "error: configuration: confidence weights must sum to 1, got 1.5"
+        weights.stderr.strip()
+        == "error: invalid configuration: confidence weights must sum to 1, got 1.5"
     )
