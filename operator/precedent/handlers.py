@@ -107,6 +107,31 @@ def index_playbook(
     return {name: playbook.version}
 
 
+@kopf.on.resume(*PLAYBOOKS, id="playbook-status")
+@kopf.on.create(*PLAYBOOKS, id="playbook-status")
+@kopf.on.update(*PLAYBOOKS, id="playbook-status")
+def playbook_status(
+    spec: kopf.Spec,
+    meta: kopf.Meta,
+    status: kopf.Status,
+    patch: kopf.Patch,
+    memo: kopf.Memo,
+    **_: Any,
+) -> None:
+    """Write the execution counts and the smoothed success rate the selection uses."""
+    history = spec.get("history") or {}
+    executions, successes = int(history.get("executions", 0)), int(history.get("successes", 0))
+    service: PrecedentService = memo.service
+    wanted = {
+        "executions": executions,
+        "successes": successes,
+        "successRate": round(service.success_rate(successes, executions), 4),
+        "observedGeneration": int(meta.get("generation") or 1),
+    }
+    if any(status.get(key) != value for key, value in wanted.items()):
+        patch.status.update(wanted)
+
+
 @kopf.on.event(*PLAYBOOKS, id="playbook-deleted", when=lambda type, **_: type == "DELETED")
 def playbook_deleted(name: str, memo: kopf.Memo, **_: Any) -> None:
     """Drop a deleted Playbook from the catalog."""

@@ -29,6 +29,7 @@ from precedent.adapters.retrieval import build_embedder, build_neighbours, ranki
 from precedent.adapters.selector import PlaybookSelector, build_catalog, scoring
 from precedent.core.assess import Assessor
 from precedent.core.history import History
+from precedent.core.playbooks import historical_success
 from precedent.core.policy import PolicyEngine
 from precedent.core.ports import PlaybookDecision
 from precedent.errors import InputError, describe_validation
@@ -62,6 +63,7 @@ class PrecedentService:
         self._base = {i.id: i for i in base_incidents}
         self._objects: dict[str, Incident] = {}  # object name → incident
         weights, prior = scoring(settings)
+        self._prior = prior
         # One embedder for incidents and playbooks, as configured (PRECEDENT_EMBEDDER…).
         embedder = build_embedder(settings)
         self.catalog = LocalPlaybookCatalog(
@@ -134,6 +136,10 @@ class PrecedentService:
             raise InputError(f"Playbook {name}: {describe_validation(exc, 'spec')}") from None
         self.catalog.upsert(playbook)
         return playbook
+
+    def success_rate(self, successes: int, executions: int) -> float:
+        """The smoothed success rate with the configured prior (seed 004's historical part)."""
+        return float(historical_success(successes, executions, self._prior))
 
     def remove_playbook(self, name: str) -> None:
         """Forget a playbook."""

@@ -202,3 +202,28 @@ def test_playbooks_added_and_removed_while_running_change_later_answers(cluster:
         }
         assert cluster.create(renamed).status_code == 201
         eventually(lambda: chosen_for_a_new_request() == "sql-parameter-change-v2")
+
+
+def test_playbook_status_shows_counts_and_the_smoothed_success_rate(cluster: Cluster) -> None:
+    path = "/apis/precedent.dev/v1alpha1/playbooks"
+    with cluster.operator():
+        oom = eventually(
+            lambda: (
+                (o := cluster.client.get(f"{path}/pod-oom-recovery").json())
+                .get("status", {})
+                .get("successRate")
+                and o
+            )
+        )
+        assert oom["status"]["executions"] == 40
+        assert oom["status"]["successes"] == 38
+        assert oom["status"]["successRate"] == round(39 / 42, 4)
+        new = eventually(
+            lambda: (
+                (o := cluster.client.get(f"{path}/database-recovery").json())
+                .get("status", {})
+                .get("successRate")
+                and o
+            )
+        )
+        assert new["status"]["successRate"] == 0.5  # a new playbook: (0 + 1) / (0 + 2)
