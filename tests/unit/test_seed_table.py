@@ -10,7 +10,7 @@ from precedent.adapters.vector_neighbours import VectorNeighbours
 from precedent.core.assess import Assessor
 from precedent.core.embedding import LexicalEmbedder
 from precedent.core.history import History
-from precedent.models import Band, RemediationRequestSpec
+from precedent.models import Band, Decision, RemediationRequestSpec
 from tests.conftest import BUNDLED_INCIDENTS
 
 # action, target kind, target name, top incident, top similarity, score (None: "75+"), band
@@ -21,6 +21,11 @@ SEED_ROWS = [
     ("update_config", "servers", "sql-prod", "INC-2025-0634", 1.0, 40.0, Band.MEDIUM),
     ("scale_up", "virtualMachines", "web-tier-01", "INC-2026-0012", 0.8, 8.0, Band.LOW),
 ]
+DECISIONS = {
+    Band.HIGH: Decision.DENIED,
+    Band.MEDIUM: Decision.ESCALATED,
+    Band.LOW: Decision.APPROVED,
+}
 
 
 def _spec(action: str, kind: str, name: str, description: str = "") -> RemediationRequestSpec:
@@ -30,10 +35,7 @@ def _spec(action: str, kind: str, name: str, description: str = "") -> Remediati
 
 
 def _histories(seed_history: History) -> list[History]:
-    found = [seed_history]
-    if BUNDLED_INCIDENTS.is_dir():
-        found.append(History(load_incidents([BUNDLED_INCIDENTS])))
-    return found
+    return [seed_history, History(load_incidents([BUNDLED_INCIDENTS]))]
 
 
 @pytest.mark.parametrize(("action", "kind", "name", "top", "sim", "score", "band"), SEED_ROWS)
@@ -50,7 +52,9 @@ def test_rules_mode_reproduces_the_seed_table(
     for history in _histories(seed_history):
         result = Assessor(history, mode="rules").assess(_spec(action, kind, name))
         assert result.risk.most_relevant_incident == top
+        assert result.similar_incidents[0].id == top
         assert result.risk.band is band
+        assert result.risk.decision is DECISIONS[band]
         if score is None:
             assert result.risk.score >= 75
         else:
