@@ -5,23 +5,17 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from pathlib import Path
 from typing import Any
 
 import click
 
-from precedent.adapters.catalog_local import LocalPlaybookCatalog
 from precedent.adapters.context_api import run
-from precedent.adapters.selector import (
-    PlaybookSelector,
-    SelectionOutcome,
-    build_catalog,
-    build_selector,
-)
 from precedent.core.playbooks import PlaybookQuery, parse_label
 from precedent.errors import PrecedentError
 from precedent.output import fail, format_table, settings_or_fail
+from precedent.services import PlaybookSelector, SelectionOutcome
 from precedent.settings import DEFAULT_CATALOG_PATH
+from precedent.wiring import build_embedder, build_selector
 
 __all__ = ["catalog"]
 
@@ -45,18 +39,19 @@ def catalog() -> None:
 def serve(location: str | None, host: str | None, port: int | None) -> None:
     """Serve GET /api/v1/context/playbooks, /healthz and /metrics."""
     settings = settings_or_fail()
-    location = location or settings.catalog or str(DEFAULT_CATALOG_PATH)
-    if location.startswith(("http://", "https://")):
-        fail(f"catalog serve needs a path, not a URL: {location}")
-    if not Path(location).exists():
-        fail(f"catalog {location}: no such file or directory")
+    source = settings.catalog_source(location)
+    if source.url is not None:
+        fail(f"catalog serve needs a path, not a URL: {source.url}")
+    if source.path is None:
+        fail(
+            f"no catalog: pass --catalog PATH, set PRECEDENT_CATALOG or add {DEFAULT_CATALOG_PATH}/"
+        )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
-        local = build_catalog(location, settings)  # a path (checked above): in-process
+        _, local = build_selector(settings, build_embedder(settings), location=str(source.path))
     except PrecedentError as exc:
         fail(str(exc))
         return
-    assert isinstance(local, LocalPlaybookCatalog)
     run(
         local,
         host=host or settings.catalog_host,
@@ -149,11 +144,12 @@ def query(
     settings = settings_or_fail()
     try:
         pairs = [parse_label(label) for label in labels]
-        selector = build_selector(location, settings)
-        if selector is None:
+        source = settings.catalog_source(location)
+        if source.url is None and source.path is None:
             raise PrecedentError(
                 f"no catalog: pass --catalog, set PRECEDENT_CATALOG or add {DEFAULT_CATALOG_PATH}/"
             )
+        selector, _ = build_selector(settings, build_embedder(settings), location=location)
         q = PlaybookQuery.create(
             description,
             pairs,

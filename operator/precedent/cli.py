@@ -10,18 +10,14 @@ from typing import Any
 import click
 
 from precedent import retrieval_cli
-from precedent.adapters.history_source import load_history
 from precedent.adapters.loader import NamedRequest, load_requests
-from precedent.adapters.retrieval import build_neighbours, ranking_weights
-from precedent.adapters.selector import build_selector, select_all
 from precedent.catalog_cli import catalog
-from precedent.core.assess import Assessor
-from precedent.core.policy import PolicyEngine
 from precedent.demo import demo_command
 from precedent.errors import InputError, PrecedentError
 from precedent.models import Assessment
-from precedent.output import dump_yaml, fail, format_table, settings_or_fail
+from precedent.output import dump_yaml, fail, format_table, run_async, settings_or_fail
 from precedent.sandbox.cli import sandbox_command
+from precedent.wiring import build_service
 
 __all__ = ["main"]
 
@@ -70,30 +66,21 @@ def score(
 ) -> None:
     """Score RemediationRequest documents in PATHS (files, directories, or - for stdin)."""
     settings = settings_or_fail()
-    chosen = mode or settings.similarity_mode
     try:
         requests = load_requests(paths)
         if not requests:
             raise InputError(f"no RemediationRequest documents in {', '.join(paths)}")
-        snapshot = load_history(history, settings.history_path)
-        assessor = Assessor(
-            snapshot,
-            mode=chosen,  # type: ignore[arg-type]
-            semantic=None if chosen == "rules" else build_neighbours(settings),
-            threshold=settings.similarity_threshold,
-            top_k=settings.top_similar,
-            semantic_k=settings.semantic_k,
-            ranking=ranking_weights(settings),
-            policy=PolicyEngine(enforce=settings.policy_mode == "enforce"),
+        service = build_service(
+            settings,
+            history=history or None,
+            catalog=catalog,
+            mode=mode,  # type: ignore[arg-type]
+            require_history=True,
         )
-        now = datetime.now(UTC)
-        selector = build_selector(catalog, settings)
-        picks = select_all(selector, [r.spec for r in requests]) if selector else None
-        decisions = [p.decision for p in picks] if picks else [None] * len(requests)
-        results = [
-            (req, assessor.assess(req.spec, playbook=decision, now=now))
-            for req, decision in zip(requests, decisions, strict=True)
-        ]
+        assessments = run_async(
+            service, service.assess_many([r.spec for r in requests], now=datetime.now(UTC))
+        )
+        results = list(zip(requests, assessments, strict=True))
     except PrecedentError as exc:
         fail(str(exc))
         return

@@ -1,7 +1,7 @@
 """kopf handlers — the only module that imports kopf.
 
-Run with ``kopf run -m precedent.handlers --all-namespaces``. Each handler parses the body,
-calls the service, and writes the answer into ``status``; errors map to kopf's: bad input →
+Run with ``kopf run -m precedent.handlers --all-namespaces``. Each handler hands the body to
+the service layer and writes the status it returns; outcomes map to kopf's: bad input →
 ``Stalled`` + ``kopf.PermanentError`` (no retry loop), an unavailable dependency →
 ``kopf.TemporaryError`` with a bounded delay.
 
@@ -18,11 +18,11 @@ from typing import Any
 import kopf
 import prometheus_client
 
-from precedent.core.conditions import ConditionUpdate, merge_conditions
-from precedent.errors import DependencyError, InputError
-from precedent.models import API_GROUP, Assessment, Decision
-from precedent.service import PrecedentService
+from precedent.errors import InputError, PrecedentError
+from precedent.models import API_GROUP
+from precedent.services import AssessmentService
 from precedent.settings import load_settings
+from precedent.wiring import build_service
 
 VERSION = "v1alpha1"
 REQUESTS = (API_GROUP, VERSION, "remediationrequests")
@@ -38,7 +38,8 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     """Build dependencies once and keep them in ``memo``; store kopf state in status."""
     try:
         config = load_settings()
-    except InputError as exc:
+        service = build_service(config, follows_cluster=True)
+    except PrecedentError as exc:
         raise kopf.PermanentError(f"invalid configuration: {exc}") from None
     settings.persistence.progress_storage = kopf.StatusProgressStorage(field="status.kopf.progress")
     settings.persistence.diffbase_storage = kopf.StatusDiffBaseStorage(
@@ -47,7 +48,7 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     # Handlers post their own Events; log lines below WARNING stay in the log only.
     settings.posting.level = logging.WARNING
     settings.networking.request_timeout = 30
-    memo.service = PrecedentService.from_settings(config)
+    memo.service = service
     memo.config = config
     if config.metrics_port:
         # Its own port, apart from kopf's liveness endpoint; prometheus-client serves a thread.
@@ -57,7 +58,7 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
 @kopf.on.cleanup(id="close")
 async def close(memo: kopf.Memo, **_: Any) -> None:
     """Release the catalog client's connections on shutdown."""
-    service: PrecedentService | None = getattr(memo, "service", None)
+    service: AssessmentService | None = getattr(memo, "service", None)
     if service is not None:
         await service.aclose()
 
@@ -78,7 +79,7 @@ def index_incident(
     name: str, spec: kopf.Spec, memo: kopf.Memo, logger: kopf.Logger, **_: Any
 ) -> dict[str, str]:
     """Keep the in-memory history in step with Incident objects."""
-    service: PrecedentService = memo.service
+    service: AssessmentService = memo.service
     try:
         incident = service.upsert_incident(name, spec)
     except InputError as exc:
@@ -98,7 +99,7 @@ def index_playbook(
     name: str, spec: kopf.Spec, memo: kopf.Memo, logger: kopf.Logger, **_: Any
 ) -> dict[str, str]:
     """Keep the in-memory catalog in step with Playbook objects."""
-    service: PrecedentService = memo.service
+    service: AssessmentService = memo.service
     try:
         playbook = service.upsert_playbook(name, spec)
     except InputError as exc:
@@ -121,7 +122,7 @@ def playbook_status(
     """Write the execution counts and the smoothed success rate the selection uses."""
     history = spec.get("history") or {}
     executions, successes = int(history.get("executions", 0)), int(history.get("successes", 0))
-    service: PrecedentService = memo.service
+    service: AssessmentService = memo.service
     wanted = {
         "executions": executions,
         "successes": successes,
@@ -151,6 +152,10 @@ def _already_answered(body: kopf.Body) -> bool:
     )
 
 
+def _timestamp(value: str | None) -> datetime | None:
+    return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
+
+
 @kopf.on.resume(*REQUESTS, id="assess")
 @kopf.on.create(*REQUESTS, id="assess")
 async def assess_request(
@@ -166,79 +171,29 @@ async def assess_request(
     """Score a RemediationRequest and write the assessment into its status."""
     if _already_answered(body):
         return  # a restart re-lists everything; an answered request is left alone
-    service: PrecedentService = memo.service
-    generation = int(meta.get("generation") or 1)
-    previous = status.get("conditions") or []
-    now = datetime.now(UTC)
-    try:
-        # The creation time anchors "recent" so that re-running the handler gives the same answer.
-        created = meta.get("creationTimestamp")
-        anchor = datetime.fromisoformat(created.replace("Z", "+00:00")) if created else now
-        assessment = await service.assess_async(spec, now=anchor)
-    except InputError as exc:
-        message = f"invalid spec: {exc}"
-        patch.status["observedGeneration"] = generation
-        patch.status["conditions"] = merge_conditions(
-            previous,
-            [
-                ConditionUpdate("Ready", "False", "InvalidSpec", message),
-                ConditionUpdate("Reconciling", "False", "InvalidSpec"),
-                ConditionUpdate("Stalled", "True", "InvalidSpec", message),
-            ],
-            generation=generation,
-            now=now,
-        )
-        kopf.warn(body, reason="InvalidSpec", message=message)
-        raise kopf.PermanentError(message) from None
-    except DependencyError as exc:
-        message = f"waiting for a dependency: {exc}"
-        patch.status["conditions"] = merge_conditions(
-            previous,
-            [
-                ConditionUpdate("Ready", "False", "DependencyUnavailable", message),
-                ConditionUpdate("Reconciling", "True", "DependencyUnavailable", message),
-                ConditionUpdate("Stalled", "False", "DependencyUnavailable"),
-            ],
-            generation=generation,
-            now=now,
-        )
-        raise kopf.TemporaryError(message, delay=DEPENDENCY_RETRY_SECONDS) from None
-
-    summary = _summary(assessment)
-    patch.status.update(assessment.model_dump(mode="json", by_alias=True, exclude_none=True))
-    patch.status["observedGeneration"] = generation
-    patch.status["conditions"] = merge_conditions(
-        previous,
-        [
-            ConditionUpdate("Ready", "True", "Assessed", summary),
-            ConditionUpdate("Reconciling", "False", "Assessed"),
-            ConditionUpdate("Stalled", "False", "Assessed"),
-        ],
-        generation=generation,
-        now=now,
+    service: AssessmentService = memo.service
+    # The creation time anchors "recent" so that re-running the handler gives the same answer.
+    update = await service.reconcile(
+        spec,
+        generation=int(meta.get("generation") or 1),
+        previous=status.get("conditions"),
+        now=datetime.now(UTC),
+        anchor=_timestamp(meta.get("creationTimestamp")),
     )
-    kind = "Warning" if assessment.risk.decision is Decision.DENIED else "Normal"
-    kopf.event(body, type=kind, reason=assessment.risk.decision.value, message=summary)
-    logger.info("%s", summary)
-
-
-def _summary(assessment: Assessment) -> str:
-    risk = assessment.risk
-    text = f"risk {risk.band.value} ({risk.score:g}), {risk.decision.value}"
-    if risk.most_relevant_incident:
-        text += f"; most relevant incident {risk.most_relevant_incident}"
-    if assessment.playbook:
-        text += (
-            f"; playbook {assessment.playbook.id} {assessment.playbook.version}"
-            f" (confidence {assessment.playbook.confidence:.2f})"
+    patch.status.update(update.patch())
+    if update.event is not None:
+        kopf.event(
+            body, type=update.event.type, reason=update.event.reason, message=update.event.message
         )
-    elif assessment.recommendation:
-        text += f"; {assessment.recommendation.action}: {assessment.recommendation.reason}"
-    return text
+    if update.outcome == "invalid":
+        raise kopf.PermanentError(update.message)
+    if update.outcome == "waiting":
+        raise kopf.TemporaryError(update.message, delay=DEPENDENCY_RETRY_SECONDS)
+    logger.info("%s", update.message)
 
 
 @kopf.on.probe(id="history")
 def probe_history(memo: kopf.Memo, **_: Any) -> int:
     """Liveness/readiness detail at /healthz: incidents in the current snapshot."""
-    service: PrecedentService = memo.service
+    service: AssessmentService = memo.service
     return service.history_size()

@@ -20,6 +20,7 @@ __all__ = [
     "Alternative",
     "Assessment",
     "Band",
+    "Condition",
     "Decision",
     "EngineInfo",
     "Incident",
@@ -32,6 +33,7 @@ __all__ = [
     "PolicyResult",
     "Recommendation",
     "RemediationRequestSpec",
+    "RemediationRequestStatus",
     "RiskAssessment",
     "Severity",
     "Signal",
@@ -341,6 +343,9 @@ class PolicyResult(WireModel):
     access_level: Literal["READ_ONLY", "WRITE", "ADMIN"] = Field(description="Action class.")
     approval_required: bool = Field(description="Whether a human must approve.")
     approval: str | None = Field(default=None, description="Approval state, if any.")
+    reason: str | None = Field(
+        default=None, description="Why the policy's decision differs from the risk band's."
+    )
 
 
 class EngineInfo(WireModel):
@@ -350,6 +355,7 @@ class EngineInfo(WireModel):
     history_size: int = Field(description="Incidents in the history snapshot.")
     similarity_mode: str = Field(description="rules | semantic | hybrid.")
     embedder: str | None = Field(default=None, description="Embedder name, if used.")
+    risk_model: str | None = Field(default=None, description="seed or default.")
 
 
 class Assessment(WireModel):
@@ -366,3 +372,37 @@ class Assessment(WireModel):
     policy: PolicyResult | None = Field(default=None, description="Access level and approval.")
     engine: EngineInfo = Field(description="What produced this answer.")
     input_hash: str = Field(description="sha256 of the canonical spec and history snapshot.")
+
+
+class Condition(WireModel):
+    """One status condition in the metav1.Condition shape (kstatus reads these)."""
+
+    type: str = Field(description="Ready, Reconciling, Stalled, ….")
+    status: Literal["True", "False", "Unknown"] = Field(description="The condition's state.")
+    reason: str = Field(description="One CamelCase word: why it is in this state.")
+    message: str = Field(default="", description="A sentence for people.")
+    observed_generation: int | None = Field(
+        default=None, description="The spec generation it describes."
+    )
+    last_transition_time: str = Field(description="When the status last changed (RFC 3339).")
+
+
+class RemediationRequestStatus(WireModel):
+    """A RemediationRequest's ``status``: the assessment (when there is one) and conditions."""
+
+    observed_generation: int = Field(description="The spec generation this status answers.")
+    conditions: list[Condition] = Field(description="Ready, Reconciling and Stalled.")
+    assessment: Assessment | None = Field(
+        default=None, description="Everything Precedent says about the request, if assessed."
+    )
+
+    def to_patch(self) -> dict[str, Any]:
+        """The status as the CRD stores it: the assessment's fields at the top level."""
+        body: dict[str, Any] = {}
+        if self.assessment is not None:
+            body.update(self.assessment.model_dump(mode="json", by_alias=True, exclude_none=True))
+        body["observedGeneration"] = self.observed_generation
+        body["conditions"] = [
+            c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in self.conditions
+        ]
+        return body

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import sys
-from collections.abc import Sequence
-from typing import Any, NoReturn
+from collections.abc import Coroutine, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 import yaml
@@ -12,7 +13,12 @@ import yaml
 from precedent.errors import InputError
 from precedent.settings import Settings, load_settings
 
-__all__ = ["dump_yaml", "fail", "format_table", "settings_or_fail"]
+if TYPE_CHECKING:
+    from precedent.services import AssessmentService
+
+__all__ = ["dump_yaml", "fail", "format_table", "run_async", "settings_or_fail"]
+
+_T = TypeVar("_T")
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -56,3 +62,15 @@ def settings_or_fail() -> Settings:
         return load_settings()
     except InputError as exc:
         fail(f"invalid configuration: {exc}")
+
+
+def run_async(service: AssessmentService, work: Coroutine[Any, Any, _T]) -> _T:
+    """Run a service coroutine from a command, then release the service's connections."""
+
+    async def run() -> _T:
+        try:
+            return await work
+        finally:
+            await service.aclose()
+
+    return asyncio.run(run())

@@ -10,19 +10,14 @@ from typing import Any
 
 import click
 
-from precedent.adapters.evaluation import load_history_jsonl, load_queries_jsonl, run_evaluation
-from precedent.adapters.history_source import load_history
-from precedent.adapters.retrieval import build_embedder, build_neighbours, ranking_weights
-from precedent.adapters.vector_neighbours import VectorNeighbours
-from precedent.core.embedding import TfidfEmbedder
+from precedent.adapters.evaluation import load_queries_jsonl, text_query
 from precedent.core.historical import SimilarityMode
 from precedent.core.history import History
-from precedent.core.ports import Embedder
-from precedent.core.ranking import rank_score
-from precedent.core.semantic import incident_text
 from precedent.errors import PrecedentError
+from precedent.models import SimilarIncident
 from precedent.output import fail, format_table, settings_or_fail
-from precedent.settings import Settings
+from precedent.services.evaluation import run_evaluation
+from precedent.wiring import build_embedder, build_neighbours, build_service, load_history_files
 
 __all__ = ["eval_command", "fetch_model_command", "index_command", "search_command"]
 
@@ -31,21 +26,21 @@ _HISTORY_HELP = (
     "Default: $PRECEDENT_HISTORY_PATH or data/incidents."
 )
 
-
-def _embedder(name: str | None, settings: Settings, history: History) -> Embedder:
-    if name == "tfidf":
-        # The evaluation baseline: fitted on the history it is evaluated on.
-        return TfidfEmbedder(incident_text(i) for i in history.incidents)
-    return build_embedder(settings, name)
-
-
-def _neighbours(name: str | None, settings: Settings, history: History) -> VectorNeighbours:
-    neighbours = build_neighbours(settings, _embedder(name, settings, history))
-    neighbours.sync(history)
-    return neighbours
-
-
 _EMBEDDER_CHOICE = click.Choice(["lexical", "onnx", "http", "tfidf"])
+_MODE_CHOICE = click.Choice(["rules", "semantic", "hybrid"])
+
+
+def _search_row(similar: SimilarIncident) -> dict[str, Any]:
+    return {
+        "id": similar.id,
+        "title": similar.title,
+        "severity": similar.severity.value,
+        "score": similar.relevance,
+        "similarity": similar.similarity,
+        "rule": similar.parts.rule,
+        "semantic": similar.parts.semantic,
+        "outcome": similar.outcome.value,
+    }
 
 
 @click.command("search")
@@ -54,6 +49,7 @@ _EMBEDDER_CHOICE = click.Choice(["lexical", "onnx", "http", "tfidf"])
 @click.option("-k", "top_k", type=click.IntRange(1, 1000), default=5, show_default=True)
 @click.option("--domain", default=None, help="Only incidents of this domain (×3 over-fetch).")
 @click.option("--embedder", type=_EMBEDDER_CHOICE, default=None, help="Default: settings.")
+@click.option("--mode", type=_MODE_CHOICE, default=None, help="Default: settings (hybrid).")
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table")
 def search_command(
     text: str,
@@ -61,76 +57,55 @@ def search_command(
     top_k: int,
     domain: str | None,
     embedder: str | None,
+    mode: str | None,
     output: str,
 ) -> None:
-    """Rank past incidents for TEXT: similarity, seed 002's hybrid score and seed 001's boosts."""
+    """Rank past incidents for TEXT as the operator ranks a request's similar incidents."""
     settings = settings_or_fail()
     if not text.strip():
         fail("search text is empty")
         return
     try:
-        snapshot = load_history(history, settings.history_path)
-        neighbours = _neighbours(embedder, settings, snapshot)
-        candidates = neighbours.cosines(text, max(3 * top_k, 30), domain=domain)
+        service = build_service(
+            settings,
+            history=history or None,
+            mode=mode,  # type: ignore[arg-type]
+            embedder=embedder,
+            require_history=True,
+            catalog="",
+        )
+        ranked = service.rank(text_query(text, domain=domain), top_k, now=datetime.now(UTC))
     except PrecedentError as exc:
         fail(str(exc))
         return
-    weights = ranking_weights(settings)
-    now = datetime.now(UTC)
-    ranked: list[dict[str, Any]] = []
-    for incident_id, cosine in candidates:
-        incident = snapshot.get(incident_id)
-        if incident is None:
-            continue
-        similarity = neighbours.calibration(cosine)
-        score = rank_score(incident, similarity, now=now, weights=weights)
-        ranked.append(
-            {
-                "id": incident.id,
-                "title": incident.title,
-                "severity": incident.severity.value,
-                "domain": incident.domain,
-                "score": score.relevance,
-                "similarity": round(similarity, 4),
-                "cosine": round(cosine, 4),
-                "metadata": round(score.metadata, 4),
-                "boost": round(score.boost, 4),
-                "_order": (-score.uncapped, -cosine),
-            }
-        )
-    ranked.sort(key=lambda r: r["_order"])
-    ranked = [{k: v for k, v in r.items() if k != "_order"} for r in ranked[:top_k]]
+    rows = [_search_row(s) for s in ranked]
     if output == "json":
-        stats = neighbours.stats()
-        click.echo(
-            json.dumps(
-                {
-                    "query": text,
-                    "embedder": neighbours.name,
-                    "results": ranked,
-                    "index": {"total": stats.total_vectors, "kind": stats.kind},
-                },
-                indent=2,
-            )
-        )
+        document: dict[str, Any] = {
+            "query": text,
+            "mode": service.config.mode,
+            "embedder": service.neighbours.name if service.neighbours else None,
+            "results": rows,
+            "historySize": service.history_size(),
+        }
+        click.echo(json.dumps(document, indent=2))
         return
-    if not ranked:
+    if not rows:
         click.echo("no incidents found")
         return
-    rows = [
+    table = [
         [
             str(i),
             r["id"],
-            f"{r['score']:.3f}",
+            f"{r['score']:.3f}" if r["score"] is not None else "-",
             f"{r['similarity']:.3f}",
-            f"{r['cosine']:.3f}",
+            f"{r['semantic']:.3f}" if r["semantic"] is not None else "-",
             r["severity"],
             r["title"][:70],
         ]
-        for i, r in enumerate(ranked, start=1)
+        for i, r in enumerate(rows, start=1)
     ]
     click.echo(
-        format_table(["#", "ID", "SCORE", "SIMILARITY", "COSINE", "SEVERITY", "TITLE"], rows)
+        format_table(["#", "ID", "SCORE", "SIMILARITY", "SEMANTIC", "SEVERITY", "TITLE"], table)
     )
 
 
@@ -138,12 +113,7 @@ def search_command(
 @click.option("--history", "history_path", required=True, type=click.Path(dir_okay=False))
 @click.option("--queries", "queries_path", required=True, type=click.Path(dir_okay=False))
 @click.option("--embedder", type=_EMBEDDER_CHOICE, default=None, help="Default: settings.")
-@click.option(
-    "--mode",
-    type=click.Choice(["rules", "semantic", "hybrid"]),
-    default=None,
-    help="Default: settings (hybrid).",
-)
+@click.option("--mode", type=_MODE_CHOICE, default=None, help="Default: settings (hybrid).")
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table")
 def eval_command(
     history_path: str,
@@ -152,21 +122,27 @@ def eval_command(
     mode: str | None,
     output: str,
 ) -> None:
-    """Retrieval quality on a labelled history: MRR, hit@1, hit@5, MAP@10."""
+    """Retrieval quality of the operator's ranking on a labelled history: MRR, hit@k, MAP@10."""
     settings = settings_or_fail()
-    chosen: SimilarityMode = mode or settings.similarity_mode  # type: ignore[assignment]
     try:
-        history = load_history_jsonl(history_path)
-        queries = load_queries_jsonl(queries_path, history)
-        neighbours = None if chosen == "rules" else _neighbours(embedder, settings, history)
-        metrics = run_evaluation(history, queries, chosen, neighbours)
+        service = build_service(
+            settings,
+            history=[history_path],
+            mode=mode,  # type: ignore[arg-type]
+            embedder=embedder,
+            require_history=True,
+            catalog="",
+        )
+        queries = load_queries_jsonl(queries_path, service.history.snapshot)
+        metrics = run_evaluation(service, queries)
     except PrecedentError as exc:
         fail(str(exc))
         return
     if output == "json":
         click.echo(json.dumps(metrics.as_dict()))
         return
-    name = neighbours.name if neighbours else "-"
+    chosen: SimilarityMode = service.config.mode
+    name = service.neighbours.name if service.neighbours else "-"
     click.echo(
         format_table(
             ["MODE", "EMBEDDER", "QUERIES", "MRR", "HIT@1", "HIT@5", "MAP@10"],
@@ -201,9 +177,16 @@ def index_command(history: tuple[str, ...], embedder: str | None, save_dir: Path
     if save_dir is not None:
         settings = settings.model_copy(update={"index_dir": save_dir})
     try:
-        snapshot = load_history(history, settings.history_path)
+        paths: list[str | Path] = list(history)
+        if not paths and settings.history_path is not None:
+            paths = [settings.history_path]
+        incidents = load_history_files(paths) if paths else []
+        if not incidents:
+            raise PrecedentError(
+                "history is empty: pass --history PATH or set PRECEDENT_HISTORY_PATH"
+            )
         neighbours = build_neighbours(settings, build_embedder(settings, embedder))
-        report = neighbours.sync(snapshot)
+        report = neighbours.sync(History(incidents))
     except PrecedentError as exc:
         fail(str(exc))
         return

@@ -1,18 +1,51 @@
-"""Configuration: environment variables prefixed ``PRECEDENT_``, read into one settings object."""
+"""Configuration: environment variables prefixed ``PRECEDENT_``, read into one settings object.
+
+The variables stay flat (``PRECEDENT_CATALOG_TIMEOUT_SECONDS``), as people set them in a
+Deployment; each concern is read back as the validated core object it configures
+(:attr:`Settings.confidence_weights`, :attr:`Settings.ranking_weights`,
+:attr:`Settings.catalog_retry`, :meth:`Settings.catalog_source`), so the rules that make a
+value valid live once, in the core type, and a bad combination fails when settings load.
+
+File sources follow one rule: a path setting left unset means its bundled default
+(``data/incidents``, ``data/playbooks``) when that exists; set to the empty string it means
+"none" (the operator then reads only the cluster's objects).
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from precedent.core.playbooks import ConfidenceWeights, SuccessPrior
+from precedent.core.ranking import RankingWeights
+from precedent.core.resilience import RetryPolicy
 from precedent.errors import InputError
+from precedent.models import Severity
 
-__all__ = ["DEFAULT_CATALOG_PATH", "Settings", "load_settings"]
+__all__ = ["DEFAULT_CATALOG_PATH", "CatalogSource", "Settings", "load_settings"]
 
 DEFAULT_CATALOG_PATH = Path("data/playbooks")
+
+RiskModel = Literal["seed", "default"]
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogSource:
+    """Where playbooks come from: the one rule every command and the operator follow."""
+
+    url: str | None
+    """A Context API base URL (http/https) asked first, or None."""
+    path: Path | None
+    """The in-process catalog's YAML file or directory (the fallback when ``url`` is set)."""
+
+
+def is_url(location: str) -> bool:
+    """Whether a catalog location is a Context API URL rather than a path."""
+    return location.startswith(("http://", "https://"))
 
 
 class Settings(BaseSettings):
@@ -35,6 +68,12 @@ class Settings(BaseSettings):
     )
     top_similar: int = Field(
         default=5, ge=1, le=50, description="Similar incidents listed in the status."
+    )
+
+    risk_model: RiskModel = Field(
+        default="default",
+        description="seed: seed 000's SRI formula exactly as written; default: the model that "
+        "counts only same-change precedents, with bounded evidence, context and outcomes.",
     )
 
     @field_validator("history_path", mode="before")
@@ -139,12 +178,13 @@ class Settings(BaseSettings):
     catalog: str | None = Field(
         default=None,
         description="Playbook catalog: a YAML file or directory, or a Context API base URL "
-        "(http://…). Unset: data/playbooks if it exists, else no playbook selection.",
+        "(http://…). Unset: data/playbooks if it exists; empty: none (the operator then "
+        "uses only Playbook objects).",
     )
-    catalog_fallback: Path | None = Field(
+    catalog_fallback: str | None = Field(
         default=None,
-        description="In-process catalog used when a remote catalog fails. Unset: "
-        "data/playbooks if it exists.",
+        description="In-process catalog asked when a remote catalog fails. Unset: "
+        "data/playbooks if it exists; empty: none (the operator still has Playbook objects).",
     )
     catalog_timeout_seconds: float = Field(
         default=2.0, gt=0, le=60, description="Timeout of one request to a remote catalog."
@@ -195,22 +235,80 @@ class Settings(BaseSettings):
         default=8081, ge=0, le=65535, description="Port `precedent catalog serve` listens on."
     )
 
-    @field_validator("catalog", "catalog_fallback", mode="before")
-    @classmethod
-    def _empty_catalog_means_none(cls, value: object) -> object:
-        # PRECEDENT_CATALOG="" means "not set", like PRECEDENT_HISTORY_PATH.
-        return None if value == "" else value
-
     @model_validator(mode="after")
-    def _weights_sum_to_one(self) -> Settings:
-        total = (
-            self.confidence_weight_semantic
-            + self.confidence_weight_labels
-            + self.confidence_weight_historical
-        )
-        if abs(total - 1.0) > 1e-6:
-            raise ValueError(f"confidence weights must sum to 1, got {total:g}")
+    def _concerns_are_valid(self) -> Settings:
+        # Each concern is validated by the core type it configures (one rule, one place).
+        _ = self.confidence_weights, self.success_prior, self.ranking_weights, self.catalog_retry
         return self
+
+    # -- each concern as the validated core object it configures --------------------------------
+
+    @property
+    def confidence_weights(self) -> ConfidenceWeights:
+        """Seed 004's confidence weights (semantic, labels, historical)."""
+        return ConfidenceWeights(
+            semantic=self.confidence_weight_semantic,
+            labels=self.confidence_weight_labels,
+            historical=self.confidence_weight_historical,
+        )
+
+    @property
+    def success_prior(self) -> SuccessPrior:
+        """Pseudo-counts of the smoothed success rate."""
+        return SuccessPrior(self.success_prior_successes, self.success_prior_failures)
+
+    @property
+    def ranking_weights(self) -> RankingWeights:
+        """Seed 002's ranking weights (and seed 001's boosts at their defaults)."""
+        weights = {}
+        for key, value in self.ranking_priority_weights.items():
+            try:
+                weights[Severity(key.strip().lower())] = value
+            except ValueError:
+                raise ValueError(
+                    f"ranking_priority_weights: unknown priority {key!r} "
+                    "(expected critical, high, medium or low)"
+                ) from None
+        return RankingWeights(
+            vector_weight=self.ranking_vector_weight,
+            metadata_weight=self.ranking_metadata_weight,
+            priority_share=self.ranking_priority_share,
+            time_share=self.ranking_time_share,
+            time_normalization_hours=self.ranking_time_normalization_hours,
+            priority_weights=weights,
+        )
+
+    @property
+    def catalog_retry(self) -> RetryPolicy:
+        """Retries and backoff of a remote catalog query."""
+        return RetryPolicy(
+            retries=self.catalog_retries,
+            base_delay=self.catalog_backoff_base_seconds,
+            max_delay=self.catalog_backoff_max_seconds,
+        )
+
+    def catalog_source(self, location: str | None = None) -> CatalogSource:
+        """Where playbooks come from, for ``location`` (e.g. ``--catalog``) or the settings.
+
+        A URL is asked first and the in-process catalog (``catalog_fallback``, else
+        ``data/playbooks``) answers when it fails; a path is the in-process catalog itself.
+        Unset means ``data/playbooks`` when it exists; the empty string means none.
+        """
+        chosen = self.catalog if location is None else location
+        if chosen is None:
+            return CatalogSource(None, _default_path(DEFAULT_CATALOG_PATH))
+        if chosen == "":
+            return CatalogSource(None, None)
+        if is_url(chosen):
+            fallback = self.catalog_fallback
+            if fallback is None:
+                return CatalogSource(chosen, _default_path(DEFAULT_CATALOG_PATH))
+            return CatalogSource(chosen, Path(fallback) if fallback else None)
+        return CatalogSource(None, Path(chosen))
+
+
+def _default_path(path: Path) -> Path | None:
+    return path if path.exists() else None
 
 
 def load_settings() -> Settings:

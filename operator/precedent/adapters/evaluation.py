@@ -10,39 +10,26 @@ Queries file: one query a line, ``{"query": "text" | {request fields}, "relevant
 "exclude": [ids]}``; ``exclude`` drops ids from that query's ranking (leave-one-out when the
 query is itself in the history). Every problem is reported as ``FILE:LINE: message``.
 
-Ranking per mode: ``rules`` orders incidents by rule similarity; ``semantic`` by the
-embedder's cosine; ``hybrid`` by max(rule, calibrated semantic), ties broken by cosine.
-Incidents with score 0 (or outside the ``depth`` nearest neighbours) are not ranked.
+The ranking itself is the operator's (``precedent.services.evaluation``); this module only
+reads the files.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
 from pydantic import ValidationError
 
-from precedent.adapters.vector_neighbours import VectorNeighbours
-from precedent.core.evaluation import QueryOutcome, RetrievalMetrics, summarize
-from precedent.core.historical import SimilarityMode
 from precedent.core.history import History
 from precedent.core.normalize import ProposedAction, normalize_request
 from precedent.errors import InputError, describe_validation
 from precedent.models import Incident, RemediationRequestSpec
 
-__all__ = [
-    "EvalQuery",
-    "load_history_jsonl",
-    "load_queries_jsonl",
-    "rank_for_query",
-    "run_evaluation",
-]
+__all__ = ["EvalQuery", "load_history_jsonl", "load_queries_jsonl", "text_query"]
 
 _INCIDENT_KEYS = set(Incident.model_fields) | {
     field.alias for field in Incident.model_fields.values() if field.alias
@@ -60,6 +47,12 @@ class EvalQuery:
     text: str
     relevant: frozenset[str]
     exclude: frozenset[str]
+
+
+def text_query(text: str, *, domain: str | None = None) -> ProposedAction:
+    """A free-text query as a request with no action or target (only its words count)."""
+    words = " ".join(_WORD.findall(text.lower()))
+    return ProposedAction(action="", resource_type="", resource_name="", text=words, domain=domain)
 
 
 def _lines(path: Path) -> list[tuple[int, Any]]:
@@ -136,8 +129,7 @@ def load_queries_jsonl(path: str | Path, history: History | None = None) -> list
         if isinstance(query, str):
             if not query.strip():
                 raise InputError(f"{where}: query: empty text")
-            words = " ".join(_WORD.findall(query.lower()))
-            action = ProposedAction(action="", resource_type="", resource_name="", text=words)
+            action = text_query(query)
             text = query
         elif isinstance(query, dict):
             try:
@@ -160,52 +152,3 @@ def load_queries_jsonl(path: str | Path, history: History | None = None) -> list
     if not queries:
         raise InputError(f"{file}: no queries")
     return queries
-
-
-def rank_for_query(
-    history: History,
-    query: EvalQuery,
-    mode: SimilarityMode,
-    neighbours: VectorNeighbours | None,
-    depth: int = 100,
-) -> list[str]:
-    """Incident ids ranked for one query (see the module docstring for the order)."""
-    n = len(history)
-    rule: npt.NDArray[np.float64] = history.rules.score(query.action).total.astype(np.float64)
-    cosine = np.full(n, -np.inf)
-    semantic = np.zeros(n)
-    if mode != "rules":
-        if neighbours is None:
-            raise InputError(f"mode {mode!r} needs an embedder")
-        neighbours.sync(history)
-        for incident_id, cos in neighbours.cosines(query.text, depth):
-            pos = history.position(incident_id)
-            if pos is not None:
-                cosine[pos] = cos
-                semantic[pos] = neighbours.calibration(cos)
-    if mode == "rules":
-        primary, secondary, keep = rule, np.zeros(n), rule > 0
-    elif mode == "semantic":
-        primary, secondary, keep = cosine, np.zeros(n), np.isfinite(cosine)
-    else:
-        primary = np.asarray(np.round(np.maximum(rule, semantic), 6), dtype=np.float64)
-        secondary, keep = np.where(np.isfinite(cosine), cosine, -1.0), (primary > 0)
-    for incident_id in query.exclude:
-        pos = history.position(incident_id)
-        if pos is not None:
-            keep[pos] = False
-    positions = np.flatnonzero(keep)
-    order = sorted(positions.tolist(), key=lambda p: (-primary[p], -secondary[p], p))
-    return [history.incidents[p].id for p in order]
-
-
-def run_evaluation(
-    history: History,
-    queries: Sequence[EvalQuery],
-    mode: SimilarityMode,
-    neighbours: VectorNeighbours | None,
-) -> RetrievalMetrics:
-    """MRR, hit@1, hit@5 and MAP@10 of ``mode`` over ``queries``."""
-    return summarize(
-        QueryOutcome.of(rank_for_query(history, q, mode, neighbours), q.relevant) for q in queries
-    )

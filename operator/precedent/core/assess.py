@@ -83,13 +83,14 @@ class Assessor:
             ranking=self.ranking,
             now=now,
         )
-        outcome = self.policy.decide(action.action, result.risk.band, result.risk.decision)
+        verdict = self.policy.decide(action.action, result.risk.band)
         risk = result.risk
-        if outcome.decision is not risk.decision:
+        if verdict.decision is not risk.decision:
             risk = risk.model_copy(
                 update={
-                    "decision": outcome.decision,
-                    "reasoning": f"{risk.reasoning} Policy: {outcome.note} → {outcome.decision}.",
+                    "decision": verdict.decision,
+                    "reasoning": f"{risk.reasoning} Policy: {verdict.policy.reason} → "
+                    f"{verdict.decision}.",
                 }
             )
         playbook = playbook or PlaybookDecision()
@@ -100,7 +101,7 @@ class Assessor:
             playbook=playbook.selection,
             alternatives=playbook.alternatives,
             recommendation=playbook.recommendation,
-            policy=outcome.policy,
+            policy=verdict.policy,
             engine=EngineInfo(
                 version=__version__,
                 history_size=len(self.history),

@@ -14,7 +14,7 @@ from typing import Literal
 
 from precedent.models import Band, Decision, PolicyResult
 
-__all__ = ["AccessLevel", "PolicyEngine", "PolicyOutcome"]
+__all__ = ["BAND_DECISIONS", "AccessLevel", "PolicyEngine", "PolicyVerdict"]
 
 AccessLevel = Literal["READ_ONLY", "WRITE", "ADMIN"]
 
@@ -54,17 +54,26 @@ _ADMIN_ACTIONS = frozenset(
 
 
 @dataclass(frozen=True, slots=True)
-class PolicyOutcome:
-    """The final decision and the policy part of the status."""
+class PolicyVerdict:
+    """The decision and the policy part of the status."""
 
     decision: Decision
+    """Approved, Escalated or Denied."""
     policy: PolicyResult
-    note: str
+    """Access level, whether approval is required, and why the decision is not the band's."""
+
+
+BAND_DECISIONS: dict[Band, Decision] = {
+    Band.LOW: Decision.APPROVED,
+    Band.MEDIUM: Decision.ESCALATED,
+    Band.HIGH: Decision.DENIED,
+}
+"""Seed 000's decision for each risk band, before the access level is taken into account."""
 
 
 @dataclass(frozen=True, slots=True)
 class PolicyEngine:
-    """Classifies actions and applies the decision table."""
+    """Classifies actions and applies the decision table: the only producer of a decision."""
 
     enforce: bool = True
     read_only: frozenset[str] = field(default_factory=frozenset)
@@ -81,25 +90,27 @@ class PolicyEngine:
             return "WRITE"
         return "ADMIN"
 
-    def decide(self, action: str, band: Band, risk_decision: Decision) -> PolicyOutcome:
-        """Combine the risk band's decision with the action's access level."""
+    def decide(self, action: str, band: Band) -> PolicyVerdict:
+        """The decision for an action whose risk fell in ``band``."""
         level = self.access_level(action)
-        decision, note = risk_decision, ""
-        if level == "READ_ONLY":
-            decision, note = Decision.APPROVED, "read-only action: runs without approval"
+        decision, reason = BAND_DECISIONS[band], None
+        if level == "READ_ONLY" and decision is not Decision.APPROVED:
+            decision, reason = Decision.APPROVED, "read-only action: runs without approval"
         elif level == "ADMIN" and band is Band.LOW:
-            decision, note = Decision.ESCALATED, "ADMIN action: always needs approval"
+            decision, reason = Decision.ESCALATED, "ADMIN action: always needs approval"
         required = decision is Decision.ESCALATED
         if not self.enforce:
             approval = "audit-only" if required else None
-            return PolicyOutcome(
+            return PolicyVerdict(
                 decision,
-                PolicyResult(access_level=level, approval_required=False, approval=approval),
-                note,
+                PolicyResult(
+                    access_level=level, approval_required=False, approval=approval, reason=reason
+                ),
             )
         approval = "Pending" if required else None
-        return PolicyOutcome(
+        return PolicyVerdict(
             decision,
-            PolicyResult(access_level=level, approval_required=required, approval=approval),
-            note,
+            PolicyResult(
+                access_level=level, approval_required=required, approval=approval, reason=reason
+            ),
         )

@@ -1,6 +1,6 @@
 """Playbook selection for a request: query a catalog, fall back when it fails, log and count.
 
-:meth:`PlaybookSelector.select` never raises. With a remote catalog it answers, in order:
+:meth:`PlaybookSelector.select_query` never raises. With a remote catalog it answers, in order:
 
 1. a fresh cached answer for the same normalised query (younger than the TTL, 5 min) —
    ``data_driven``;
@@ -23,37 +23,23 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from precedent.adapters.cache import TTLCache
-from precedent.adapters.catalog_http import HttpPlaybookCatalog
 from precedent.adapters.catalog_local import LocalPlaybookCatalog
-from precedent.adapters.retrieval import build_embedder
 from precedent.core.playbooks import (
     CatalogAnswer,
     ConfidenceWeights,
     PlaybookCatalog,
     PlaybookQuery,
     SelectionMethod,
-    SuccessPrior,
     decide,
     unavailable,
 )
 from precedent.core.ports import PlaybookDecision
-from precedent.core.resilience import RetryPolicy
-from precedent.errors import CatalogUnavailable, InputError
+from precedent.errors import CatalogUnavailable
 from precedent.metrics import METRICS, Metrics
-from precedent.models import RemediationRequestSpec
-from precedent.settings import DEFAULT_CATALOG_PATH, Settings
 
-__all__ = [
-    "PlaybookSelector",
-    "SelectionOutcome",
-    "build_catalog",
-    "build_selector",
-    "scoring",
-    "select_all",
-]
+__all__ = ["PlaybookSelector", "SelectionOutcome"]
 
 log = logging.getLogger("precedent.catalog")
 
@@ -65,7 +51,7 @@ class SelectionOutcome:
     query: PlaybookQuery
     """The query the selection answered."""
     decision: PlaybookDecision
-    """What goes to ``Assessor.assess(spec, playbook=…)``."""
+    """The selection, its alternatives, or the manual-investigation recommendation."""
     method: SelectionMethod
     """``data_driven`` when the configured catalog answered, ``fallback`` otherwise."""
     source: str | None
@@ -126,32 +112,15 @@ class PlaybookSelector:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    def query_for(self, spec: RemediationRequestSpec) -> PlaybookQuery:
-        """The catalog query for a request, with this selector's parameters."""
-        return PlaybookQuery.from_spec(
-            spec, min_confidence=self.min_confidence, max_results=self.max_results
-        )
-
-    async def select(self, spec: RemediationRequestSpec) -> SelectionOutcome:
-        """Select a playbook for one request; never raises."""
-        try:
-            query = self.query_for(spec)
-        except ValueError as exc:  # e.g. a label given twice after normalisation
-            query = PlaybookQuery(text=spec.description, subject=spec.target.name)
-            return self._finish(
-                SelectionOutcome(query, unavailable(query, str(exc)), "fallback", None, str(exc))
-            )
-        return await self.select_query(query)
-
-    async def select_many(self, specs: Sequence[RemediationRequestSpec]) -> list[SelectionOutcome]:
-        """Select for many requests, ``concurrency`` catalog queries at a time, in order."""
+    async def select_many(self, queries: Sequence[PlaybookQuery]) -> list[SelectionOutcome]:
+        """Select for many queries, ``concurrency`` catalog queries at a time, in order."""
         gate = asyncio.Semaphore(self.concurrency)
 
-        async def one(spec: RemediationRequestSpec) -> SelectionOutcome:
+        async def one(query: PlaybookQuery) -> SelectionOutcome:
             async with gate:
-                return await self.select(spec)
+                return await self.select_query(query)
 
-        return list(await asyncio.gather(*(one(s) for s in specs)))
+        return list(await asyncio.gather(*(one(q) for q in queries)))
 
     async def select_query(self, query: PlaybookQuery) -> SelectionOutcome:
         """Select for a prepared query; never raises."""
@@ -248,91 +217,3 @@ class PlaybookSelector:
                 decision.recommendation.reason,
             )
         return outcome
-
-
-# ---------------------------------------------------------------------------------------------
-# Construction from settings
-# ---------------------------------------------------------------------------------------------
-
-
-def _is_url(location: str) -> bool:
-    return location.startswith(("http://", "https://"))
-
-
-def scoring(settings: Settings) -> tuple[ConfidenceWeights, SuccessPrior]:
-    """Confidence weights and success prior from settings."""
-    weights = ConfidenceWeights(
-        semantic=settings.confidence_weight_semantic,
-        labels=settings.confidence_weight_labels,
-        historical=settings.confidence_weight_historical,
-    )
-    prior = SuccessPrior(settings.success_prior_successes, settings.success_prior_failures)
-    return weights, prior
-
-
-def build_catalog(location: str, settings: Settings) -> LocalPlaybookCatalog | HttpPlaybookCatalog:
-    """A catalog for a path (in-process) or an http(s) URL (remote), configured by settings."""
-    if _is_url(location):
-        return HttpPlaybookCatalog(
-            location,
-            timeout=settings.catalog_timeout_seconds,
-            retry=RetryPolicy(
-                retries=settings.catalog_retries,
-                base_delay=settings.catalog_backoff_base_seconds,
-                max_delay=settings.catalog_backoff_max_seconds,
-            ),
-            failure_threshold=settings.breaker_failure_threshold,
-            reset_seconds=settings.breaker_reset_seconds,
-        )
-    path = Path(location)
-    if not path.exists():
-        raise InputError(f"catalog {location}: no such file or directory")
-    weights, prior = scoring(settings)
-    return LocalPlaybookCatalog.from_paths(
-        [path], embedder=build_embedder(settings), weights=weights, prior=prior
-    )
-
-
-def build_selector(location: str | None, settings: Settings) -> PlaybookSelector | None:
-    """The selector for ``--catalog`` / ``$PRECEDENT_CATALOG`` / ``data/playbooks``, or None.
-
-    A remote catalog gets the in-process fallback from ``$PRECEDENT_CATALOG_FALLBACK``, else
-    ``data/playbooks`` when it exists.
-    """
-    location = location or settings.catalog
-    if location is None:
-        if not DEFAULT_CATALOG_PATH.exists():
-            return None
-        location = str(DEFAULT_CATALOG_PATH)
-    catalog = build_catalog(location, settings)
-    fallback = None
-    if isinstance(catalog, HttpPlaybookCatalog):
-        path = settings.catalog_fallback or DEFAULT_CATALOG_PATH
-        if path.exists():
-            weights, prior = scoring(settings)
-            fallback = LocalPlaybookCatalog.from_paths(
-                [path], embedder=build_embedder(settings), weights=weights, prior=prior
-            )
-        elif settings.catalog_fallback is not None:
-            raise InputError(f"catalog fallback {path}: no such file or directory")
-    weights, _ = scoring(settings)
-    return PlaybookSelector(
-        catalog,
-        fallback=fallback,
-        cache_ttl_seconds=settings.catalog_cache_ttl_seconds,
-        min_confidence=settings.min_confidence,
-        max_results=settings.max_playbooks,
-        weights=weights,
-    )
-
-
-def select_all(
-    selector: PlaybookSelector, specs: Sequence[RemediationRequestSpec]
-) -> list[SelectionOutcome]:
-    """Select for every request from synchronous code (the CLI), then close the selector."""
-
-    async def run() -> list[SelectionOutcome]:
-        async with selector:
-            return await selector.select_many(specs)
-
-    return asyncio.run(run())

@@ -1,0 +1,26 @@
+"""The use cases: assess a request, select a playbook, keep the history current.
+
+Handlers and the CLI call these; these call the core (pure) and the adapters (I/O).
+"""
+
+from precedent.services.assessment import (
+    AssessmentService,
+    AssessmentSettings,
+    NormalizedRequest,
+    parse_request_spec,
+)
+from precedent.services.history import HistoryStore
+from precedent.services.selection import PlaybookSelector, SelectionOutcome
+from precedent.services.status import EventNote, StatusUpdate
+
+__all__ = [
+    "AssessmentService",
+    "AssessmentSettings",
+    "EventNote",
+    "HistoryStore",
+    "NormalizedRequest",
+    "PlaybookSelector",
+    "SelectionOutcome",
+    "StatusUpdate",
+    "parse_request_spec",
+]

@@ -1,0 +1,316 @@
+"""The use case: assess one RemediationRequest.
+
+One path for the operator, ``precedent score``, ``search`` and ``eval``::
+
+    spec ─▶ parse ─▶ normalise once (ProposedAction for the history, PlaybookQuery for the catalog)
+         ─▶ history: similarity, risk score and band, the similar incidents (core.historical)
+         ─▶ policy: access level × band → the decision (the only place a decision is made)
+         ─▶ playbook selection (seed 004: cache → catalog → fallback → manual investigation)
+         ─▶ Assessment ─▶ StatusUpdate (conditions, observedGeneration, the Event)
+
+The history follows Incident objects and the in-process catalog follows Playbook objects as
+they change. Scoring runs on one worker thread so that kopf's event loop keeps serving while
+the vector index is searched (FAISS releases the GIL).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+from pydantic import ValidationError
+
+from precedent import __version__
+from precedent.adapters.catalog_local import LocalPlaybookCatalog
+from precedent.core.historical import HistoricalResult, SimilarityMode, evaluate_history
+from precedent.core.history import History
+from precedent.core.normalize import ProposedAction, normalize_request
+from precedent.core.playbooks import PlaybookQuery, SuccessPrior, historical_success
+from precedent.core.policy import PolicyEngine
+from precedent.core.ports import PlaybookDecision, SemanticNeighbours
+from precedent.core.ranking import RankingWeights
+from precedent.core.similarity import SIMILARITY_THRESHOLD
+from precedent.errors import DependencyError, InputError, describe_validation
+from precedent.models import (
+    Assessment,
+    EngineInfo,
+    Incident,
+    Playbook,
+    RemediationRequestSpec,
+    SimilarIncident,
+)
+from precedent.services.history import HistoryStore
+from precedent.services.selection import PlaybookSelector
+from precedent.services.status import StatusUpdate
+
+__all__ = [
+    "AssessmentService",
+    "AssessmentSettings",
+    "NormalizedRequest",
+    "parse_request_spec",
+]
+
+logger = logging.getLogger(__name__)
+
+
+def parse_request_spec(spec: Mapping[str, Any]) -> RemediationRequestSpec:
+    """Validate a RemediationRequest spec; errors name the field (``spec.target.name: …``)."""
+    try:
+        return RemediationRequestSpec.model_validate(dict(spec))
+    except ValidationError as exc:
+        raise InputError(describe_validation(exc, "spec")) from None
+
+
+@dataclass(frozen=True, slots=True)
+class AssessmentSettings:
+    """How requests are scored against the history."""
+
+    mode: SimilarityMode = "hybrid"
+    """rules, semantic, or hybrid (the larger of the two per incident)."""
+    risk_model: str = "default"
+    """seed (seed 000's formula as written) or default."""
+    threshold: float = SIMILARITY_THRESHOLD
+    """Minimum similarity for an incident to count in the risk score."""
+    top_k: int = 5
+    """Similar incidents listed in the status."""
+    semantic_k: int = 50
+    """Nearest neighbours fetched from the vector index per request."""
+    ranking: RankingWeights = field(default_factory=RankingWeights)
+    """Weights of the people-facing ranking of similar incidents."""
+    success_prior: SuccessPrior = field(default_factory=SuccessPrior)
+    """Pseudo-counts of a playbook's smoothed success rate."""
+
+
+@dataclass(frozen=True, slots=True)
+class NormalizedRequest:
+    """A request normalised once: what the history and the catalog are asked."""
+
+    spec: RemediationRequestSpec
+    """The validated spec."""
+    action: ProposedAction
+    """What the history is compared with."""
+    query: PlaybookQuery
+    """What the playbook catalog is asked."""
+
+
+class AssessmentService:
+    """Assesses requests against an incident history and a playbook catalog."""
+
+    def __init__(
+        self,
+        history: HistoryStore,
+        *,
+        neighbours: SemanticNeighbours | None,
+        selector: PlaybookSelector | None,
+        catalog: LocalPlaybookCatalog,
+        policy: PolicyEngine,
+        config: AssessmentSettings,
+    ) -> None:
+        if config.mode != "rules" and neighbours is None:
+            raise ValueError(f"similarity mode {config.mode!r} needs a semantic neighbour source")
+        self.history = history
+        self.neighbours = neighbours
+        self.selector = selector
+        self.catalog = catalog
+        self.policy = policy
+        self.config = config
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="precedent-assess")
+
+    # -- the history and the catalog follow the cluster's objects -----------------------------
+
+    def upsert_incident(self, name: str, spec: Mapping[str, Any]) -> Incident:
+        """Add or replace the incident from object ``name``; InputError names a bad field."""
+        return self.history.upsert(name, spec)
+
+    def remove_incident(self, name: str) -> None:
+        """Forget the incident from object ``name``."""
+        self.history.remove(name)
+
+    def upsert_playbook(self, name: str, spec: Mapping[str, Any]) -> Playbook:
+        """Add or replace a playbook (id = object name)."""
+        try:
+            playbook = Playbook.model_validate({**dict(spec), "id": name})
+        except ValidationError as exc:
+            raise InputError(f"Playbook {name}: {describe_validation(exc, 'spec')}") from None
+        self.catalog.upsert(playbook)
+        return playbook
+
+    def remove_playbook(self, name: str) -> None:
+        """Forget a playbook."""
+        self.catalog.remove(name)
+
+    def success_rate(self, successes: int, executions: int) -> float:
+        """The smoothed success rate with the configured prior (seed 004's historical part)."""
+        return float(historical_success(successes, executions, self.config.success_prior))
+
+    def history_size(self) -> int:
+        """Incidents in the current snapshot (rebuilt first if objects changed)."""
+        return len(self.history)
+
+    # -- one request ---------------------------------------------------------------------------
+
+    def normalise(self, spec: Mapping[str, Any] | RemediationRequestSpec) -> NormalizedRequest:
+        """Validate and normalise a spec once; InputError names the bad field."""
+        parsed = spec if isinstance(spec, RemediationRequestSpec) else parse_request_spec(spec)
+        selector = self.selector
+        try:
+            query = PlaybookQuery.from_spec(
+                parsed,
+                min_confidence=selector.min_confidence if selector else 0.0,
+                max_results=selector.max_results if selector else 10,
+            )
+        except ValueError as exc:  # e.g. a label given twice after normalisation
+            raise InputError(f"spec.labels: {exc}") from None
+        return NormalizedRequest(parsed, normalize_request(parsed), query)
+
+    def score(
+        self, action: ProposedAction, *, top_k: int | None = None, now: datetime | None = None
+    ) -> tuple[History, HistoricalResult]:
+        """Similarity, risk and the ranked similar incidents for one normalised request.
+
+        ``top_k`` lists more incidents than the status does (``precedent search``, ``eval``);
+        the ranking is the one the status shows.
+        """
+        with self.history.lock:
+            history = self.history.snapshot
+            neighbours = None
+            if self.config.mode != "rules" and self.neighbours is not None and len(history):
+                neighbours = self.neighbours.neighbours(action, history, self.config.semantic_k)
+            result = evaluate_history(
+                history,
+                action,
+                mode=self.config.mode,
+                semantic=neighbours,
+                threshold=self.config.threshold,
+                top_k=top_k or self.config.top_k,
+                ranking=self.config.ranking,
+                now=now,
+            )
+        return history, result
+
+    def rank(
+        self, action: ProposedAction, k: int, *, now: datetime | None = None
+    ) -> list[SimilarIncident]:
+        """The ``k`` most relevant past incidents, ranked exactly as the status lists them."""
+        return self.score(action, top_k=k, now=now)[1].similar
+
+    def _assessment(
+        self, request: NormalizedRequest, playbook: PlaybookDecision | None, now: datetime | None
+    ) -> Assessment:
+        history, result = self.score(request.action, now=now)
+        verdict = self.policy.decide(request.action.action, result.risk.band)
+        risk = result.risk
+        if verdict.decision is not risk.decision:
+            risk = risk.model_copy(
+                update={
+                    "decision": verdict.decision,
+                    "reasoning": f"{risk.reasoning} Policy: {verdict.policy.reason} → "
+                    f"{verdict.decision}.",
+                }
+            )
+        playbook = playbook or PlaybookDecision()
+        return Assessment(
+            risk=risk,
+            similar_incidents=result.similar,
+            similar_count=result.similar_count,
+            playbook=playbook.selection,
+            alternatives=playbook.alternatives,
+            recommendation=playbook.recommendation,
+            policy=verdict.policy,
+            engine=EngineInfo(
+                version=__version__,
+                history_size=len(history),
+                similarity_mode=self.config.mode,
+                embedder=self._embedder_name(),
+                risk_model=self.config.risk_model,
+            ),
+            input_hash=self._input_hash(request.spec, history),
+        )
+
+    async def assess(
+        self, spec: Mapping[str, Any] | RemediationRequestSpec, *, now: datetime | None = None
+    ) -> Assessment:
+        """Assess one request: InputError for a bad spec, DependencyError when one is down.
+
+        ``now`` (e.g. the request's creation time) anchors the recency boost of the listed
+        incidents; without it none applies, so the answer depends only on the spec and the
+        history snapshot.
+        """
+        request = self.normalise(spec)
+        decision = None
+        if self.selector is not None:
+            decision = (await self.selector.select_query(request.query)).decision
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            self._executor, partial(self._assessment, request, decision, now)
+        )
+
+    async def assess_many(
+        self, specs: Sequence[RemediationRequestSpec], *, now: datetime | None = None
+    ) -> list[Assessment]:
+        """Assess requests in order (the CLI); catalog queries go out a few at a time."""
+        requests = [self.normalise(spec) for spec in specs]
+        decisions: list[PlaybookDecision | None] = [None] * len(requests)
+        if self.selector is not None:
+            picks = await self.selector.select_many([r.query for r in requests])
+            decisions = [p.decision for p in picks]
+        return [
+            self._assessment(request, decision, now)
+            for request, decision in zip(requests, decisions, strict=True)
+        ]
+
+    async def reconcile(
+        self,
+        spec: Mapping[str, Any],
+        *,
+        generation: int,
+        previous: Sequence[Mapping[str, Any]] | None,
+        now: datetime,
+        anchor: datetime | None = None,
+    ) -> StatusUpdate:
+        """The status a request should have now: assessed, invalid, or waiting."""
+        try:
+            assessment = await self.assess(spec, now=anchor or now)
+        except InputError as exc:
+            return StatusUpdate.invalid(str(exc), generation=generation, previous=previous, now=now)
+        except DependencyError as exc:
+            return StatusUpdate.waiting(str(exc), generation=generation, previous=previous, now=now)
+        return StatusUpdate.assessed(assessment, generation=generation, previous=previous, now=now)
+
+    async def aclose(self) -> None:
+        """Release the remote catalog's connections and the scoring thread."""
+        if self.selector is not None:
+            await self.selector.aclose()
+        self._executor.shutdown(wait=False)
+
+    # -- what produced an answer ----------------------------------------------------------------
+
+    def _embedder_name(self) -> str | None:
+        if self.config.mode == "rules" or self.neighbours is None:
+            return None
+        return self.neighbours.name
+
+    def _input_hash(self, spec: RemediationRequestSpec, history: History) -> str:
+        """sha256 over the canonical spec, the history fingerprint and the engine's settings."""
+        canonical = json.dumps(spec.model_dump(mode="json", by_alias=True), sort_keys=True)
+        digest = hashlib.sha256()
+        parts = (
+            canonical,
+            history.fingerprint,
+            self.config.mode,
+            self.config.risk_model,
+            self._embedder_name() or "",
+            __version__,
+        )
+        for part in parts:
+            digest.update(part.encode())
+            digest.update(b"\0")
+        return f"sha256:{digest.hexdigest()}"

@@ -1,0 +1,31 @@
+"""Retrieval quality of the operator's own ranking: MRR, hit@k and MAP@10 over labelled queries.
+
+Each query is ranked by :meth:`AssessmentService.rank` — the code that fills a request's
+``similarIncidents`` — so ``precedent eval`` measures what the operator shows people.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from precedent.adapters.evaluation import EvalQuery
+from precedent.core.evaluation import QueryOutcome, RetrievalMetrics, summarize
+from precedent.services.assessment import AssessmentService
+
+__all__ = ["EVAL_DEPTH", "rank_for_query", "run_evaluation"]
+
+EVAL_DEPTH = 100
+"""How many incidents are ranked per query (MAP@10 and MRR need only the top)."""
+
+
+def rank_for_query(
+    service: AssessmentService, query: EvalQuery, depth: int = EVAL_DEPTH
+) -> list[str]:
+    """Incident ids as the operator ranks them for the query, leaving out ``query.exclude``."""
+    ranked = service.rank(query.action, depth + len(query.exclude))
+    return [s.id for s in ranked if s.id not in query.exclude][:depth]
+
+
+def run_evaluation(service: AssessmentService, queries: Sequence[EvalQuery]) -> RetrievalMetrics:
+    """MRR, hit@1, hit@5 and MAP@10 of the operator's ranking over ``queries``."""
+    return summarize(QueryOutcome.of(rank_for_query(service, q), q.relevant) for q in queries)

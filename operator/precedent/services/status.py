@@ -1,0 +1,153 @@
+"""What a RemediationRequest's status says after one reconciliation, and the Event it posts.
+
+Three outcomes, one constructor each: the request was **assessed** (Ready), its spec is
+**invalid** (Stalled: nothing will change until the spec does), or a dependency is
+**waiting** (Reconciling: it will be retried). Conditions and ``observedGeneration`` are built
+here, so the handlers only write what they are given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import ValidationError
+
+from precedent.core.conditions import ConditionUpdate, merge_conditions
+from precedent.models import Assessment, Condition, Decision, RemediationRequestStatus
+
+__all__ = ["EventNote", "StatusUpdate", "summary"]
+
+Outcome = Literal["assessed", "invalid", "waiting"]
+PreviousConditions = Sequence[Mapping[str, Any]] | None
+
+
+@dataclass(frozen=True, slots=True)
+class EventNote:
+    """A Kubernetes Event to post on the request."""
+
+    type: Literal["Normal", "Warning"]
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class StatusUpdate:
+    """The new status of one request, how it came about, and its Event (if any)."""
+
+    outcome: Outcome
+    status: RemediationRequestStatus
+    message: str
+    event: EventNote | None
+
+    @classmethod
+    def assessed(
+        cls,
+        assessment: Assessment,
+        *,
+        generation: int,
+        previous: PreviousConditions,
+        now: datetime,
+    ) -> StatusUpdate:
+        """Ready: the assessment is in the status; the decision is posted as an Event."""
+        text = summary(assessment)
+        conditions = _conditions(
+            previous,
+            [
+                ConditionUpdate("Ready", "True", "Assessed", text),
+                ConditionUpdate("Reconciling", "False", "Assessed"),
+                ConditionUpdate("Stalled", "False", "Assessed"),
+            ],
+            generation,
+            now,
+        )
+        decision = assessment.risk.decision
+        event = EventNote(
+            "Warning" if decision is Decision.DENIED else "Normal", decision.value, text
+        )
+        status = RemediationRequestStatus(
+            observed_generation=generation, conditions=conditions, assessment=assessment
+        )
+        return cls("assessed", status, text, event)
+
+    @classmethod
+    def invalid(
+        cls, problem: str, *, generation: int, previous: PreviousConditions, now: datetime
+    ) -> StatusUpdate:
+        """Stalled: the spec is bad; the message names the field. Retrying cannot help."""
+        message = f"invalid spec: {problem}"
+        conditions = _conditions(
+            previous,
+            [
+                ConditionUpdate("Ready", "False", "InvalidSpec", message),
+                ConditionUpdate("Reconciling", "False", "InvalidSpec"),
+                ConditionUpdate("Stalled", "True", "InvalidSpec", message),
+            ],
+            generation,
+            now,
+        )
+        status = RemediationRequestStatus(observed_generation=generation, conditions=conditions)
+        return cls("invalid", status, message, EventNote("Warning", "InvalidSpec", message))
+
+    @classmethod
+    def waiting(
+        cls, problem: str, *, generation: int, previous: PreviousConditions, now: datetime
+    ) -> StatusUpdate:
+        """Reconciling: a dependency is unavailable; the request will be assessed later."""
+        message = f"waiting for a dependency: {problem}"
+        conditions = _conditions(
+            previous,
+            [
+                ConditionUpdate("Ready", "False", "DependencyUnavailable", message),
+                ConditionUpdate("Reconciling", "True", "DependencyUnavailable", message),
+                ConditionUpdate("Stalled", "False", "DependencyUnavailable"),
+            ],
+            generation,
+            now,
+        )
+        # observedGeneration stays where it was: this generation has not been answered yet.
+        status = RemediationRequestStatus(
+            observed_generation=max(generation - 1, 0), conditions=conditions
+        )
+        return cls("waiting", status, message, None)
+
+    def patch(self) -> dict[str, Any]:
+        """The fields to merge into ``status``."""
+        body = self.status.to_patch()
+        if self.outcome == "waiting":
+            del body["observedGeneration"]
+        return body
+
+
+def _conditions(
+    previous: PreviousConditions,
+    updates: Sequence[ConditionUpdate],
+    generation: int,
+    now: datetime,
+) -> list[Condition]:
+    merged = merge_conditions(previous, updates, generation=generation, now=now)
+    kept = []
+    for item in merged:
+        try:
+            kept.append(Condition.model_validate(item))
+        except ValidationError:
+            continue  # a malformed condition someone else wrote is dropped, not trusted
+    return kept
+
+
+def summary(assessment: Assessment) -> str:
+    """One line: band, score, decision, top incident, playbook (the Ready message and Event)."""
+    risk = assessment.risk
+    text = f"risk {risk.band.value} ({risk.score:g}), {risk.decision.value}"
+    if risk.most_relevant_incident:
+        text += f"; most relevant incident {risk.most_relevant_incident}"
+    if assessment.playbook:
+        text += (
+            f"; playbook {assessment.playbook.id} {assessment.playbook.version}"
+            f" (confidence {assessment.playbook.confidence:.2f})"
+        )
+    elif assessment.recommendation:
+        text += f"; {assessment.recommendation.action}: {assessment.recommendation.reason}"
+    return text

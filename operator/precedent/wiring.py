@@ -1,0 +1,216 @@
+"""The composition root: every component is built here, once, from ``Settings``.
+
+The operator's start-up, every CLI command, the benchmarks and the test fixtures get their
+components from :func:`build_service` (or the smaller builders below), so ``precedent score``
+and the operator answer the same for the same settings: one embedder shared by the incident
+index and the playbook catalog, one rule for where playbooks come from
+(:meth:`Settings.catalog_source`), one rule for where the history comes from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from precedent.adapters.catalog_http import HttpPlaybookCatalog
+from precedent.adapters.catalog_local import LocalPlaybookCatalog
+from precedent.adapters.evaluation import load_history_jsonl
+from precedent.adapters.faiss_index import FaissIncidentIndex
+from precedent.adapters.loader import load_incidents, load_playbooks
+from precedent.adapters.vector_neighbours import VectorNeighbours
+from precedent.core.embedding import LexicalEmbedder, TfidfEmbedder
+from precedent.core.historical import SimilarityMode
+from precedent.core.policy import PolicyEngine
+from precedent.core.ports import Embedder
+from precedent.core.semantic import calibration_for, incident_text
+from precedent.errors import DependencyError, InputError
+from precedent.models import Incident, Playbook
+from precedent.services.assessment import AssessmentService, AssessmentSettings
+from precedent.services.history import HistoryStore
+from precedent.services.selection import PlaybookSelector
+from precedent.settings import Settings
+
+__all__ = [
+    "EMBEDDERS",
+    "build_embedder",
+    "build_neighbours",
+    "build_selector",
+    "build_service",
+    "load_history_files",
+]
+
+EMBEDDERS = ("lexical", "onnx", "http", "tfidf")
+
+
+def build_embedder(
+    settings: Settings, name: str | None = None, *, corpus: Sequence[Incident] = ()
+) -> Embedder:
+    """The embedder ``name`` (default: ``settings.embedder``) configured from settings.
+
+    ``tfidf`` is the evaluation baseline, fitted on ``corpus`` (the history it ranks).
+    """
+    choice = name or settings.embedder
+    if choice == "lexical":
+        return LexicalEmbedder(settings.embedding_dimension)
+    if choice == "tfidf":
+        return TfidfEmbedder(incident_text(i) for i in corpus)
+    if choice == "onnx":
+        if settings.model_dir is None:
+            raise DependencyError(
+                "the onnx embedder needs a model directory: set PRECEDENT_MODEL_DIR "
+                "(fill it with `precedent fetch-model DIR`)"
+            )
+        from precedent.adapters.onnx_embedder import OnnxEmbedder
+
+        return OnnxEmbedder(settings.model_dir)
+    if choice == "http":
+        from precedent.adapters.http_embedder import HttpEmbedder
+
+        key = settings.embedding_api_key
+        return HttpEmbedder(
+            settings.embedding_url,
+            settings.embedding_model,
+            api_key=key.get_secret_value() if key else None,
+            timeout=settings.embedding_timeout_seconds,
+            retries=settings.embedding_retries,
+        )
+    raise InputError(f"unknown embedder {choice!r}: expected one of {', '.join(EMBEDDERS)}")
+
+
+def build_neighbours(settings: Settings, embedder: Embedder) -> VectorNeighbours:
+    """Semantic neighbours over ``embedder`` and a FAISS index configured by settings."""
+    index = None
+    if settings.index_dir is None:
+        index = FaissIncidentIndex(
+            embedder.dimension,
+            approximate_threshold=settings.approximate_threshold,
+            nprobe=settings.ivf_nprobe,
+            domain_overfetch=settings.domain_overfetch,
+        )
+    neighbours = VectorNeighbours(
+        embedder,
+        index=index,
+        calibration=calibration_for(
+            embedder.name, settings.semantic_floor, settings.semantic_ceiling
+        ),
+        index_dir=settings.index_dir,
+        approximate_threshold=settings.approximate_threshold,
+        title_weight=settings.title_weight,
+    )
+    neighbours.index.domain_overfetch = settings.domain_overfetch
+    neighbours.index.set_nprobe(settings.ivf_nprobe)
+    return neighbours
+
+
+def load_history_files(paths: Sequence[str | Path]) -> list[Incident]:
+    """Incidents from YAML files and directories, or from one ``.jsonl`` history."""
+    if len(paths) == 1 and str(paths[0]).endswith(".jsonl"):
+        return list(load_history_jsonl(paths[0]).incidents)
+    return load_incidents(paths)
+
+
+def _local_catalog(
+    settings: Settings, embedder: Embedder, path: Path | None
+) -> LocalPlaybookCatalog:
+    playbooks: list[Playbook] = []
+    if path is not None:
+        if not path.exists():
+            raise InputError(f"catalog {path}: no such file or directory")
+        playbooks = load_playbooks([path])
+    return LocalPlaybookCatalog(
+        playbooks,
+        embedder=embedder,
+        weights=settings.confidence_weights,
+        prior=settings.success_prior,
+        name="in-process catalog" if path is None else f"catalog {path}",
+    )
+
+
+def build_selector(
+    settings: Settings,
+    embedder: Embedder,
+    *,
+    location: str | None = None,
+) -> tuple[PlaybookSelector, LocalPlaybookCatalog]:
+    """The playbook selector and its in-process catalog, by :meth:`Settings.catalog_source`.
+
+    With a URL the remote catalog is asked first and the in-process catalog answers when it
+    fails; otherwise the in-process catalog is the catalog. The in-process catalog is returned
+    so that the operator can add Playbook objects to it.
+    """
+    source = settings.catalog_source(location)
+    local = _local_catalog(settings, embedder, source.path)
+    primary: LocalPlaybookCatalog | HttpPlaybookCatalog = local
+    if source.url is not None:
+        primary = HttpPlaybookCatalog(
+            source.url,
+            timeout=settings.catalog_timeout_seconds,
+            retry=settings.catalog_retry,
+            failure_threshold=settings.breaker_failure_threshold,
+            reset_seconds=settings.breaker_reset_seconds,
+        )
+    selector = PlaybookSelector(
+        primary,
+        fallback=local if source.url is not None else None,
+        cache_ttl_seconds=settings.catalog_cache_ttl_seconds,
+        min_confidence=settings.min_confidence,
+        max_results=settings.max_playbooks,
+        weights=settings.confidence_weights,
+    )
+    return selector, local
+
+
+def build_service(
+    settings: Settings,
+    *,
+    history: Sequence[str | Path] | None = None,
+    catalog: str | None = None,
+    mode: SimilarityMode | None = None,
+    embedder: str | None = None,
+    require_history: bool = False,
+    follows_cluster: bool = False,
+) -> AssessmentService:
+    """The assessment service with every dependency, as the operator and the CLI use it.
+
+    ``history`` overrides ``settings.history_path`` (files, directories or one ``.jsonl``);
+    ``catalog``, ``mode`` and ``embedder`` override their settings (the CLI's options).
+    ``require_history`` makes a missing or empty history an error (the CLI), where the
+    operator starts empty and fills up from Incident objects. ``follows_cluster`` (the
+    operator) selects playbooks even when no catalog file is configured, since Playbook
+    objects fill the in-process catalog; elsewhere no catalog means no playbook selection.
+    """
+    paths: Sequence[str | Path] = history or (
+        [settings.history_path]
+        if settings.history_path is not None and settings.history_path.exists()
+        else []
+    )
+    if require_history and not paths:
+        raise InputError(
+            f"no history at {settings.history_path}: pass --history PATH or set "
+            "PRECEDENT_HISTORY_PATH"
+        )
+    base = load_history_files(paths) if paths else []
+    if require_history and not base:
+        raise InputError(f"history is empty: no incidents in {', '.join(map(str, paths))}")
+    chosen: SimilarityMode = mode or settings.similarity_mode
+    # One embedder for incidents and playbooks, as configured (PRECEDENT_EMBEDDER…).
+    shared = build_embedder(settings, embedder, corpus=base)
+    selector, local = build_selector(settings, shared, location=catalog)
+    source = settings.catalog_source(catalog)
+    selects = follows_cluster or source.url is not None or source.path is not None
+    return AssessmentService(
+        HistoryStore(base),
+        neighbours=None if chosen == "rules" else build_neighbours(settings, shared),
+        selector=selector if selects else None,
+        catalog=local,
+        policy=PolicyEngine(enforce=settings.policy_mode == "enforce"),
+        config=AssessmentSettings(
+            mode=chosen,
+            risk_model=settings.risk_model,
+            threshold=settings.similarity_threshold,
+            top_k=settings.top_similar,
+            semantic_k=settings.semantic_k,
+            ranking=settings.ranking_weights,
+            success_prior=settings.success_prior,
+        ),
+    )
