@@ -24,10 +24,10 @@ from prometheus_client import CollectorRegistry
 from precedent.adapters.catalog_http import HttpPlaybookCatalog
 from precedent.adapters.catalog_local import LocalPlaybookCatalog
 from precedent.adapters.context_api import MAX_REQUEST_LINE, create_app
-from precedent.adapters.selector import PlaybookSelector
 from precedent.core.playbooks import PlaybookQuery
 from precedent.metrics import Metrics
 from precedent.models import Playbook, PlaybookHistory
+from precedent.services import PlaybookSelector
 
 N_PLAYBOOKS = 1000
 N_QUERIES = 200

@@ -88,7 +88,8 @@ def test_reconcile_builds_the_status_for_each_outcome() -> None:
         "Stalled": "False",
     }
     assert patch["risk"]["decision"] == "Escalated"
-    assert ok.event is not None and ok.event.reason == "Escalated"
+    assert ok.event is not None
+    assert ok.event.reason == "Escalated"
 
     bad = asyncio.run(
         svc.reconcile({"action": "x", "target": {}}, generation=1, previous=None, now=NOW)
@@ -96,8 +97,10 @@ def test_reconcile_builds_the_status_for_each_outcome() -> None:
     assert bad.outcome == "invalid"
     assert "spec.target.kind: required field is missing" in bad.message
     stalled = {c["type"]: c for c in bad.patch()["conditions"]}["Stalled"]
-    assert stalled["status"] == "True" and stalled["reason"] == "InvalidSpec"
-    assert bad.event is not None and bad.event.type == "Warning"
+    assert stalled["status"] == "True"
+    assert stalled["reason"] == "InvalidSpec"
+    assert bad.event is not None
+    assert bad.event.type == "Warning"
 
 
 def test_waiting_keeps_the_answered_generation() -> None:
@@ -122,7 +125,8 @@ def test_cli_and_operator_get_the_same_catalog_for_the_same_settings(tmp_path: P
     assert settings.catalog_source().path == Path("data/playbooks")
     assert Settings(catalog="").catalog_source().path is None
     remote = Settings(catalog="http://catalog:8081", catalog_fallback="").catalog_source()
-    assert remote.url == "http://catalog:8081" and remote.path is None
+    assert remote.url == "http://catalog:8081"
+    assert remote.path is None
     cli = build_service(settings, require_history=True)
     operator = build_service(settings, follows_cluster=True)
     assert len(cli.catalog) == len(operator.catalog) > 0

@@ -40,19 +40,14 @@ def test_access_levels(action: str, level: str) -> None:
 def test_decision_table(
     action: str, band: Band, decision: Decision, approval_required: bool
 ) -> None:
-    risk_decision = {
-        Band.LOW: Decision.APPROVED,
-        Band.MEDIUM: Decision.ESCALATED,
-        Band.HIGH: Decision.DENIED,
-    }[band]
-    outcome = ENGINE.decide(action, band, risk_decision)
+    outcome = ENGINE.decide(action, band)
     assert outcome.decision is decision
     assert outcome.policy.approval_required is approval_required
     assert outcome.policy.approval == ("Pending" if approval_required else None)
 
 
 def test_audit_mode_records_but_nothing_waits() -> None:
-    outcome = PolicyEngine(enforce=False).decide("restart_service", Band.MEDIUM, Decision.ESCALATED)
+    outcome = PolicyEngine(enforce=False).decide("restart_service", Band.MEDIUM)
     assert outcome.decision is Decision.ESCALATED
     assert outcome.policy.approval_required is False
     assert outcome.policy.approval == "audit-only"

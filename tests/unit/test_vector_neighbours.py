@@ -8,13 +8,13 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from precedent.adapters.retrieval import build_neighbours, ranking_weights
 from precedent.adapters.vector_neighbours import VectorNeighbours
 from precedent.core.embedding import LexicalEmbedder
 from precedent.core.history import History
 from precedent.core.normalize import normalize_request
 from precedent.models import Incident, RemediationRequestSpec, Severity
 from precedent.settings import Settings
+from precedent.wiring import build_embedder, build_neighbours
 
 
 class CountingEmbedder(LexicalEmbedder):
@@ -73,10 +73,10 @@ def test_neighbours_are_calibrated_and_domain_filtered(seed_history: History) ->
 
 def test_build_from_settings() -> None:
     settings = Settings(embedding_dimension=128, semantic_floor=0.05, ranking_vector_weight=0.9)
-    neighbours = build_neighbours(settings)
+    neighbours = build_neighbours(settings, build_embedder(settings))
     assert neighbours.name == "lexical-128"
     assert neighbours.calibration.floor == 0.05
-    weights = ranking_weights(settings)
+    weights = settings.ranking_weights
     assert weights.vector_weight == 0.9
     assert weights.priority_weights[Severity.LOW] == 0.3
     assert Incident.model_validate({"id": "x", "title": "y"}).severity is Severity.MEDIUM

@@ -11,11 +11,11 @@ import pytest
 
 from precedent.adapters.catalog_http import HttpPlaybookCatalog
 from precedent.adapters.catalog_local import LocalPlaybookCatalog
-from precedent.adapters.selector import PlaybookSelector, SelectionOutcome
 from precedent.core.playbooks import PlaybookQuery
 from precedent.core.resilience import RetryPolicy
 from precedent.metrics import Metrics
 from precedent.models import RemediationRequestSpec, Target
+from precedent.services import PlaybookSelector, SelectionOutcome
 from tests.integration.catalog.faults import Clock, Server, Sleeps
 
 pytestmark = pytest.mark.integration
@@ -48,6 +48,14 @@ def client(
         sleep=sleeps,
         jitter=lambda: 0.0,
     )
+
+
+async def ask(s: PlaybookSelector, spec: RemediationRequestSpec) -> SelectionOutcome:
+    """Select for a request as the assessment service does: the query from the spec."""
+    query = PlaybookQuery.from_spec(
+        spec, min_confidence=s.min_confidence, max_results=s.max_results
+    )
+    return await s.select_query(query)
 
 
 def selector(
@@ -90,7 +98,7 @@ async def test_healthy_remote_is_data_driven_and_agrees_with_in_process(
     server: Server, metrics: Metrics, clock: Clock, sleeps: Sleeps
 ) -> None:
     async with selector(client(server.url, metrics, clock, sleeps), metrics, clock, None) as s:
-        outcome = await s.select(SPEC)
+        outcome = await ask(s, SPEC)
     assert outcome.method == "data_driven"
     assert outcome.source == server.url
     selection = outcome.decision.selection
@@ -117,7 +125,7 @@ async def test_slow_server_beyond_the_timeout_falls_back_to_in_process(
     server.faults.always = "hang"
     http = client(server.url, metrics, clock, sleeps, timeout=0.2)
     async with selector(http, metrics, clock, local_catalog) as s:
-        outcome = await s.select(SPEC)
+        outcome = await ask(s, SPEC)
     assert server.faults.hits == 4  # first attempt + 3 retries, each timed out
     assert_in_process_fallback(outcome, server.url, "timed out after 0.2 s (4 attempts)")
     assert sample(metrics, "precedent_catalog_retries_total", catalog="http") == 3
@@ -130,7 +138,7 @@ async def test_500s_then_success_is_data_driven_with_retries_counted(
 ) -> None:
     server.faults.queue("500", "500")
     async with selector(client(server.url, metrics, clock, sleeps), metrics, clock, None) as s:
-        outcome = await s.select(SPEC)
+        outcome = await ask(s, SPEC)
     assert outcome.method == "data_driven"
     assert outcome.playbook_id == "pod-oom-recovery"
     assert server.faults.hits == 3
@@ -150,11 +158,11 @@ async def test_garbage_json_is_not_retried_and_falls_back_to_the_last_good_answe
     async with selector(
         client(server.url, metrics, clock, sleeps), metrics, clock, local_catalog
     ) as s:
-        first = await s.select(SPEC)
+        first = await ask(s, SPEC)
         assert first.method == "data_driven"
         clock.now += 301  # past the 5-minute TTL: the next query goes out
         server.faults.queue("garbage")
-        outcome = await s.select(SPEC)
+        outcome = await ask(s, SPEC)
     assert server.faults.hits == 2  # garbage is not retried
     assert outcome.method == "fallback"
     assert outcome.cached
@@ -179,7 +187,7 @@ async def test_wrong_shape_is_an_invalid_response(
     server.faults.queue("wrong-shape")
     http = client(server.url, metrics, clock, sleeps)
     async with selector(http, metrics, clock, local_catalog) as s:
-        outcome = await s.select(SPEC)
+        outcome = await ask(s, SPEC)
     assert server.faults.hits == 1
     assert_in_process_fallback(outcome, server.url, "invalid response")
     assert http.breaker.consecutive_failures == 1
@@ -194,7 +202,7 @@ async def test_connection_refused_falls_back_to_in_process(
 ) -> None:
     http = client(refused_url, metrics, clock, sleeps)
     async with selector(http, metrics, clock, local_catalog) as s:
-        outcome = await s.select(SPEC)
+        outcome = await ask(s, SPEC)
     assert_in_process_fallback(outcome, refused_url, "ConnectError")
     assert len(sleeps.delays) == 3  # connect errors are retried
 
@@ -203,7 +211,7 @@ async def test_connection_refused_without_fallback_recommends_manual_investigati
     refused_url: str, metrics: Metrics, clock: Clock, sleeps: Sleeps
 ) -> None:
     async with selector(client(refused_url, metrics, clock, sleeps), metrics, clock, None) as s:
-        outcome = await s.select(SPEC)
+        outcome = await ask(s, SPEC)
     assert outcome.method == "fallback"
     assert outcome.source is None
     assert outcome.decision.selection is None
@@ -228,7 +236,7 @@ async def test_4xx_is_not_retried_and_does_not_trip_the_breaker(
     server.faults.queue("400")
     http = client(server.url, metrics, clock, sleeps, failure_threshold=1)
     async with selector(http, metrics, clock, local_catalog) as s:
-        outcome = await s.select(SPEC)
+        outcome = await ask(s, SPEC)
     assert server.faults.hits == 1
     assert sleeps.delays == []
     assert_in_process_fallback(outcome, server.url, "query rejected with HTTP 400: injected 400")
@@ -248,18 +256,18 @@ async def test_breaker_opens_after_consecutive_failures_and_recovers(
     gauge = "precedent_catalog_circuit_state"
     async with selector(http, metrics, clock, local_catalog) as s:
         for _ in range(2):
-            failed = await s.select(SPEC)
+            failed = await ask(s, SPEC)
             assert_in_process_fallback(failed, server.url, "HTTP 503")
         assert server.faults.hits == 8  # two queries, four attempts each
         assert sample(metrics, gauge, catalog=server.url) == 2  # open
 
-        refused = await s.select(SPEC)
+        refused = await ask(s, SPEC)
         assert server.faults.hits == 8  # the open circuit sent nothing
         assert_in_process_fallback(refused, server.url, "circuit open after 2 consecutive")
 
         clock.now += 30  # cool-down over: half-open, one trial goes out
         server.faults.always = None
-        recovered = await s.select(SPEC)
+        recovered = await ask(s, SPEC)
     assert server.faults.hits == 9
     assert recovered.method == "data_driven"
     assert recovered.playbook_id == "pod-oom-recovery"
@@ -276,12 +284,12 @@ async def test_failed_trial_reopens_the_breaker(
     server.faults.always = "500"
     http = client(server.url, metrics, clock, sleeps, failure_threshold=1)
     async with selector(http, metrics, clock, local_catalog) as s:
-        await s.select(SPEC)
+        await ask(s, SPEC)
         clock.now += 30
-        trial = await s.select(SPEC)
+        trial = await ask(s, SPEC)
         assert trial.method == "fallback"
         hits = server.faults.hits
-        again = await s.select(SPEC)
+        again = await ask(s, SPEC)
     assert server.faults.hits == hits  # open again: nothing sent
     assert again.reason is not None
     assert "circuit open" in again.reason
@@ -291,15 +299,15 @@ async def test_cache_answers_repeats_for_five_minutes(
     server: Server, metrics: Metrics, clock: Clock, sleeps: Sleeps
 ) -> None:
     async with selector(client(server.url, metrics, clock, sleeps), metrics, clock, None) as s:
-        first = await s.select(SPEC)
+        first = await ask(s, SPEC)
         spaced = SPEC.model_copy(
             update={"description": "  HIGH memory usage   causing pod restarts"}
         )
-        second = await s.select(spaced)  # same normalised query
+        second = await ask(s, spaced)  # same normalised query
         clock.now += 299
-        third = await s.select(SPEC)
+        third = await ask(s, SPEC)
         clock.now += 1
-        fourth = await s.select(SPEC)
+        fourth = await ask(s, SPEC)
     assert [o.cached for o in (first, second, third, fourth)] == [False, True, True, False]
     assert all(o.method == "data_driven" for o in (first, second, third, fourth))
     assert server.faults.hits == 2
@@ -321,7 +329,9 @@ async def test_many_requests_are_selected_concurrently_in_order(
         SPEC.model_copy(update={"description": "quarterly budget review", "labels": {}}),
     ]
     async with selector(client(server.url, metrics, clock, sleeps), metrics, clock, None) as s:
-        outcomes = await s.select_many(specs)
+        outcomes = await s.select_many(
+            [PlaybookQuery.from_spec(spec, min_confidence=s.min_confidence) for spec in specs]
+        )
     assert [o.playbook_id for o in outcomes] == [
         "pod-oom-recovery",
         "database-recovery",
@@ -346,7 +356,7 @@ class Broken:
 
 async def test_selection_never_raises_into_the_caller(metrics: Metrics) -> None:
     s = PlaybookSelector(Broken(), metrics=metrics)  # type: ignore[arg-type]
-    outcome = await s.select(SPEC)
+    outcome = await ask(s, SPEC)
     assert outcome.method == "fallback"
     recommendation = outcome.decision.recommendation
     assert recommendation is not None
