@@ -34,6 +34,7 @@ def session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Kubectl
         kubectl("wait", "--for", "condition=established", "--timeout=30s", "crd", "--all")
         monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
         monkeypatch.setenv("PRECEDENT_HISTORY_PATH", "")
+        monkeypatch.setenv("PRECEDENT_CATALOG", "")
         monkeypatch.setenv("PRECEDENT_METRICS_PORT", "0")
         kubectl("apply", "-R", "-f", str(REPO / "data" / "incidents"))
         kubectl("apply", "-R", "-f", str(REPO / "data" / "playbooks"))

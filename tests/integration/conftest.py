@@ -94,6 +94,7 @@ def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster
         kubeconfig = sandbox.write_kubeconfig(tmp_path / "kubeconfig")
         monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
         monkeypatch.setenv("PRECEDENT_HISTORY_PATH", "")
+        monkeypatch.setenv("PRECEDENT_CATALOG", "")
         monkeypatch.setenv("PRECEDENT_METRICS_PORT", "0")
         with httpx.Client(base_url=sandbox.url, timeout=30) as client:
             apply(client, [DATA / "incidents", DATA / "playbooks"])
