@@ -7,6 +7,7 @@ Each query is ranked by :meth:`AssessmentService.rank` — the code that fills a
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 from precedent.adapters.evaluation import EvalQuery
 from precedent.core.evaluation import QueryOutcome, RetrievalMetrics, summarize
@@ -19,10 +20,18 @@ EVAL_DEPTH = 100
 
 
 def rank_for_query(
-    service: AssessmentService, query: EvalQuery, depth: int = EVAL_DEPTH
+    service: AssessmentService,
+    query: EvalQuery,
+    depth: int = EVAL_DEPTH,
+    *,
+    now: datetime | None = None,
 ) -> list[str]:
-    """Incident ids as the operator ranks them for the query, leaving out ``query.exclude``."""
-    ranked = service.rank(query.action, depth + len(query.exclude))
+    """Incident ids as the operator ranks them for the query, leaving out ``query.exclude``.
+
+    ``now`` plays the request's creation time (the anchor of seed 001's recency boost);
+    None applies no recency boost, so a labelled set scores the same whatever the date.
+    """
+    ranked = service.rank(query.action, depth + len(query.exclude), now=now)
     return [s.id for s in ranked if s.id not in query.exclude][:depth]
 
 
