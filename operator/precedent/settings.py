@@ -88,6 +88,11 @@ class Settings(BaseSettings):
         le=65535,
         description="Port of the operator's Prometheus /metrics endpoint; 0 turns it off.",
     )
+    action_registry: Path | None = Field(
+        default=None,
+        description="YAML file mapping READ_ONLY, WRITE and ADMIN to action names (e.g. mounted "
+        "from a ConfigMap); unset: the bundled registry. Unlisted actions are ADMIN.",
+    )
     policy_mode: Literal["enforce", "audit"] = Field(
         default="enforce",
         description="enforce: escalated requests wait for approval; audit: record only.",

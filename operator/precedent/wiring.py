@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from precedent.adapters.action_registry import load_action_registry
 from precedent.adapters.catalog_http import HttpPlaybookCatalog
 from precedent.adapters.catalog_local import LocalPlaybookCatalog
 from precedent.adapters.evaluation import load_history_jsonl
@@ -203,7 +204,10 @@ def build_service(
         neighbours=None if chosen == "rules" else build_neighbours(settings, shared),
         selector=selector if selects else None,
         catalog=local,
-        policy=PolicyEngine(enforce=settings.policy_mode == "enforce"),
+        policy=PolicyEngine(
+            enforce=settings.policy_mode == "enforce",
+            registry=load_action_registry(settings.action_registry),
+        ),
         config=AssessmentSettings(
             mode=chosen,
             risk_model=settings.risk_model,

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from precedent.adapters.action_registry import load_action_registry
 from precedent.core.policy import PolicyEngine
+from precedent.errors import InputError
 from precedent.models import Band, Decision
 
 ENGINE = PolicyEngine()
@@ -51,3 +55,40 @@ def test_audit_mode_records_but_nothing_waits() -> None:
     assert outcome.decision is Decision.ESCALATED
     assert outcome.policy.approval_required is False
     assert outcome.policy.approval == "audit-only"
+
+
+@pytest.mark.parametrize(
+    "action", ["check_then_restart_service", "get_rid_of_database", "check_then_modify_nsg"]
+)
+def test_no_name_heuristics_unknown_actions_are_admin(action: str) -> None:
+    # Regression: a read-only-looking prefix once made these READ_ONLY, and approved them at 100.
+    assert ENGINE.access_level(action) == "ADMIN"
+    assert ENGINE.decide(action, Band.HIGH).decision is Decision.DENIED
+    assert ENGINE.decide(action, Band.LOW).decision is Decision.ESCALATED
+
+
+def test_registry_file_replaces_the_bundled_one(tmp_path: Path) -> None:
+    path = tmp_path / "actions.yaml"
+    path.write_text("READ_ONLY: [check_then_restart_service]\nWRITE: [Restart-Service]\n")
+    engine = PolicyEngine(registry=load_action_registry(path))
+    assert engine.access_level("check_then_restart_service") == "READ_ONLY"
+    assert engine.access_level("restart_service") == "WRITE"
+    assert engine.access_level("scale_down") == "ADMIN"  # not listed in this file
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("WRITE: [a]\nADMIN: [a]\n", "actions.yaml: action 'a' is listed as WRITE and ADMIN"),
+        ("SUPERUSER: [a]\n", "actions.yaml: SUPERUSER: unknown access level"),
+        ("WRITE: a\n", "actions.yaml: WRITE: expected a list of action names"),
+        ("- a\n", "actions.yaml: expected a mapping"),
+        ("WRITE: [a\n", "actions.yaml:2: not valid YAML"),
+    ],
+)
+def test_bad_registry_files_name_the_problem(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "actions.yaml"
+    path.write_text(text)
+    with pytest.raises(InputError) as caught:
+        load_action_registry(path)
+    assert message in str(caught.value)

@@ -1,24 +1,49 @@
 """Policy: how dangerous an action is by kind, and whether a human must approve (seed 003).
 
-Actions are READ_ONLY, WRITE or ADMIN. Unknown actions are treated as ADMIN, the most
-restrictive level. Decision table: band high → Denied; medium → Escalated (approval
-required); low → Approved, except ADMIN actions, which always need approval. READ_ONLY actions
-change nothing and are approved whatever the history says. In audit-only mode the decision
+Actions are READ_ONLY, WRITE or ADMIN, looked up by exact name in an explicit registry (the
+bundled default below, or a file named by ``PRECEDENT_ACTION_REGISTRY``). Unknown actions are
+treated as ADMIN, the most restrictive level. Decision table: band high → Denied; medium →
+Escalated (approval required); low → Approved, except ADMIN actions, which always need approval.
+READ_ONLY actions change nothing and are approved whatever the history says. In audit-only mode the decision
 is recorded but nothing waits for approval.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
 from precedent.models import Band, Decision, PolicyResult
 
-__all__ = ["BAND_DECISIONS", "AccessLevel", "PolicyEngine", "PolicyVerdict"]
+__all__ = [
+    "ACCESS_LEVELS",
+    "BAND_DECISIONS",
+    "AccessLevel",
+    "ActionRegistry",
+    "PolicyEngine",
+    "PolicyVerdict",
+]
 
 AccessLevel = Literal["READ_ONLY", "WRITE", "ADMIN"]
 
-_READ_ONLY_PREFIXES = ("get_", "list_", "describe_", "collect_", "fetch_", "query_", "check_")
+ACCESS_LEVELS: tuple[AccessLevel, ...] = ("READ_ONLY", "WRITE", "ADMIN")
+
+
+# The bundled registry. Names are matched exactly: an action must be listed before it is
+# treated as anything but ADMIN. PRECEDENT_ACTION_REGISTRY replaces these lists with a file.
+_READ_ONLY_ACTIONS = frozenset(
+    {
+        "collect_diagnostics",
+        "collect_logs",
+        "describe_resource",
+        "get_logs",
+        "get_events",
+        "list_pods",
+        "query_metrics",
+        "capture_heap_dump",
+    }
+)
 _WRITE_ACTIONS = frozenset(
     {
         "restart_service",
@@ -33,12 +58,14 @@ _WRITE_ACTIONS = frozenset(
         "patch_deployment",
         "delete_pod",
         "cordon_node",
+        "uncordon_node",
         "rotate_certificate",
         "update_resource_limits",
         "update_hpa",
         "update_ingress",
         "update_dns",
         "apply_network_policy",
+        "expand_volume",
     }
 )
 _ADMIN_ACTIONS = frozenset(
@@ -51,6 +78,44 @@ _ADMIN_ACTIONS = frozenset(
         "failover_database",
     }
 )
+
+
+@dataclass(frozen=True, slots=True)
+class ActionRegistry:
+    """Action → access level, by exact name; an action not listed is ADMIN.
+
+    There are no name heuristics: ``check_then_restart_service`` is not read-only because it
+    starts with ``check_``; it is unknown, hence ADMIN, until someone lists it.
+    """
+
+    levels: Mapping[str, AccessLevel] = field(default_factory=lambda: dict(_BUNDLED_LEVELS))
+    """Each listed action's level (default: the bundled registry)."""
+
+    @classmethod
+    def from_lists(cls, lists: Mapping[AccessLevel, Iterable[str]]) -> ActionRegistry:
+        """From ``{level: [actions]}``; an action listed under two levels is an error."""
+        levels: dict[str, AccessLevel] = {}
+        for level, actions in lists.items():
+            if level not in ACCESS_LEVELS:
+                raise ValueError(
+                    f"unknown access level {level!r}: expected one of READ_ONLY, WRITE, ADMIN"
+                )
+            for action in actions:
+                if action in levels and levels[action] != level:
+                    raise ValueError(f"action {action!r} is listed as {levels[action]} and {level}")
+                levels[action] = level
+        return cls(levels)
+
+    def level(self, action: str) -> AccessLevel:
+        """The action's access level; unknown actions are ADMIN, the most restrictive."""
+        return self.levels.get(action, "ADMIN")
+
+
+_BUNDLED_LEVELS: dict[str, AccessLevel] = {
+    **dict.fromkeys(_READ_ONLY_ACTIONS, "READ_ONLY"),
+    **dict.fromkeys(_WRITE_ACTIONS, "WRITE"),
+    **dict.fromkeys(_ADMIN_ACTIONS, "ADMIN"),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,19 +141,13 @@ class PolicyEngine:
     """Classifies actions and applies the decision table: the only producer of a decision."""
 
     enforce: bool = True
-    read_only: frozenset[str] = field(default_factory=frozenset)
-    write: frozenset[str] = _WRITE_ACTIONS
-    admin: frozenset[str] = _ADMIN_ACTIONS
+    """Enforce mode: escalated requests wait for approval. Audit-only records the decision."""
+    registry: ActionRegistry = field(default_factory=ActionRegistry)
+    """Which access level each action has."""
 
     def access_level(self, action: str) -> AccessLevel:
-        """READ_ONLY, WRITE or ADMIN; unknown actions are ADMIN."""
-        if action in self.read_only or action.startswith(_READ_ONLY_PREFIXES):
-            return "READ_ONLY"
-        if action in self.admin:
-            return "ADMIN"
-        if action in self.write:
-            return "WRITE"
-        return "ADMIN"
+        """READ_ONLY, WRITE or ADMIN from the registry; unknown actions are ADMIN."""
+        return self.registry.level(action)
 
     def decide(self, action: str, band: Band) -> PolicyVerdict:
         """The decision for an action whose risk fell in ``band``."""
