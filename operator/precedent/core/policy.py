@@ -4,8 +4,8 @@ Actions are READ_ONLY, WRITE or ADMIN, looked up by exact name in an explicit re
 bundled default below, or a file named by ``PRECEDENT_ACTION_REGISTRY``). Unknown actions are
 treated as ADMIN, the most restrictive level. Decision table: band high → Denied; medium →
 Escalated (approval required); low → Approved, except ADMIN actions, which always need approval.
-READ_ONLY actions change nothing and are approved whatever the history says. In audit-only mode the decision
-is recorded but nothing waits for approval.
+READ_ONLY actions change nothing and are approved whatever the history says. In audit-only mode
+the decision is recorded but nothing waits for approval.
 """
 
 from __future__ import annotations
