@@ -50,6 +50,11 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     settings.networking.request_timeout = 30
     memo.service = service
     memo.config = config
+    if service.signer.ephemeral:
+        logging.getLogger(__name__).warning(
+            "PRECEDENT_STATUS_KEY is not set: statuses are signed with a per-process key, so "
+            "every request is assessed again after a restart"
+        )
     if config.metrics_port:
         # Its own port, apart from kopf's liveness endpoint; prometheus-client serves a thread.
         prometheus_client.start_http_server(config.metrics_port)
@@ -142,16 +147,6 @@ def playbook_deleted(name: str, memo: kopf.Memo, **_: Any) -> None:
 # -- requests ---------------------------------------------------------------------------------
 
 
-def _already_answered(body: kopf.Body) -> bool:
-    status = body.get("status") or {}
-    if status.get("observedGeneration") != body.get("metadata", {}).get("generation"):
-        return False
-    return any(
-        c.get("type") == "Ready" and c.get("status") == "True"
-        for c in status.get("conditions") or []
-    )
-
-
 def _timestamp(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
 
@@ -169,12 +164,13 @@ async def assess_request(
     **_: Any,
 ) -> None:
     """Score a RemediationRequest and write the assessment into its status."""
-    if _already_answered(body):
-        return  # a restart re-lists everything; an answered request is left alone
     service: AssessmentService = memo.service
+    if service.signer.answered(body):
+        return  # answered by this operator: a restart re-lists everything and leaves it alone
     # The creation time anchors "recent" so that re-running the handler gives the same answer.
     update = await service.reconcile(
         spec,
+        uid=str(meta.get("uid", "")),
         generation=int(meta.get("generation") or 1),
         previous=status.get("conditions"),
         now=datetime.now(UTC),

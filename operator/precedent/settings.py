@@ -93,6 +93,11 @@ class Settings(BaseSettings):
         description="YAML file mapping READ_ONLY, WRITE and ADMIN to action names (e.g. mounted "
         "from a ConfigMap); unset: the bundled registry. Unlisted actions are ADMIN.",
     )
+    status_key: SecretStr | None = Field(
+        default=None,
+        description="Key of the HMAC that marks statuses the operator wrote (from a Secret); "
+        "unset: a random key per process, so answers are re-assessed after a restart.",
+    )
     policy_mode: Literal["enforce", "audit"] = Field(
         default="enforce",
         description="enforce: escalated requests wait for approval; audit: record only.",

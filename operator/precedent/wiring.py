@@ -28,6 +28,7 @@ from precedent.errors import DependencyError, InputError
 from precedent.models import Incident, Playbook
 from precedent.services.assessment import AssessmentService, AssessmentSettings
 from precedent.services.history import HistoryStore
+from precedent.services.integrity import StatusSigner
 from precedent.services.selection import PlaybookSelector
 from precedent.settings import Settings
 
@@ -216,5 +217,8 @@ def build_service(
             semantic_k=settings.semantic_k,
             ranking=settings.ranking_weights,
             success_prior=settings.success_prior,
+        ),
+        signer=StatusSigner(
+            settings.status_key.get_secret_value().encode() if settings.status_key else None
         ),
     )

@@ -78,7 +78,7 @@ def test_the_policy_alone_decides_and_says_why() -> None:
 
 def test_reconcile_builds_the_status_for_each_outcome() -> None:
     svc = service()
-    ok = asyncio.run(svc.reconcile(REQUEST, generation=2, previous=None, now=NOW))
+    ok = asyncio.run(svc.reconcile(REQUEST, uid="u1", generation=2, previous=None, now=NOW))
     assert ok.outcome == "assessed"
     patch = ok.patch()
     assert patch["observedGeneration"] == 2
@@ -92,7 +92,7 @@ def test_reconcile_builds_the_status_for_each_outcome() -> None:
     assert ok.event.reason == "Escalated"
 
     bad = asyncio.run(
-        svc.reconcile({"action": "x", "target": {}}, generation=1, previous=None, now=NOW)
+        svc.reconcile({"action": "x", "target": {}}, uid="u1", generation=1, previous=None, now=NOW)
     )
     assert bad.outcome == "invalid"
     assert "spec.target.kind: required field is missing" in bad.message

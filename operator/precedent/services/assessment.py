@@ -48,6 +48,7 @@ from precedent.models import (
     SimilarIncident,
 )
 from precedent.services.history import HistoryStore
+from precedent.services.integrity import StatusSigner
 from precedent.services.selection import PlaybookSelector
 from precedent.services.status import StatusUpdate
 
@@ -113,6 +114,7 @@ class AssessmentService:
         catalog: LocalPlaybookCatalog,
         policy: PolicyEngine,
         config: AssessmentSettings,
+        signer: StatusSigner | None = None,
     ) -> None:
         if config.mode != "rules" and neighbours is None:
             raise ValueError(f"similarity mode {config.mode!r} needs a semantic neighbour source")
@@ -122,6 +124,7 @@ class AssessmentService:
         self.catalog = catalog
         self.policy = policy
         self.config = config
+        self.signer = signer or StatusSigner()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="precedent-assess")
 
     # -- the history and the catalog follow the cluster's objects -----------------------------
@@ -271,19 +274,23 @@ class AssessmentService:
         self,
         spec: Mapping[str, Any],
         *,
+        uid: str,
         generation: int,
         previous: Sequence[Mapping[str, Any]] | None,
         now: datetime,
         anchor: datetime | None = None,
     ) -> StatusUpdate:
-        """The status a request should have now: assessed, invalid, or waiting."""
+        """The status a request should have now: assessed (and signed), invalid, or waiting."""
         try:
             assessment = await self.assess(spec, now=anchor or now)
         except InputError as exc:
             return StatusUpdate.invalid(str(exc), generation=generation, previous=previous, now=now)
         except DependencyError as exc:
             return StatusUpdate.waiting(str(exc), generation=generation, previous=previous, now=now)
-        return StatusUpdate.assessed(assessment, generation=generation, previous=previous, now=now)
+        update = StatusUpdate.assessed(
+            assessment, generation=generation, previous=previous, now=now
+        )
+        return update.signed(self.signer, uid)
 
     async def aclose(self) -> None:
         """Release the remote catalog's connections and the scoring thread."""

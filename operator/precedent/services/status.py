@@ -9,7 +9,7 @@ here, so the handlers only write what they are given.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from precedent.core.conditions import ConditionUpdate, merge_conditions
 from precedent.models import Assessment, Condition, Decision, RemediationRequestStatus
+from precedent.services.integrity import StatusSigner
 
 __all__ = ["EventNote", "StatusUpdate", "summary"]
 
@@ -41,6 +42,8 @@ class StatusUpdate:
     status: RemediationRequestStatus
     message: str
     event: EventNote | None
+    mark: str | None = None
+    """The operator's signature over the answer (assessed only): see ``services.integrity``."""
 
     @classmethod
     def assessed(
@@ -113,11 +116,21 @@ class StatusUpdate:
         )
         return cls("waiting", status, message, None)
 
+    def signed(self, signer: StatusSigner, uid: str) -> StatusUpdate:
+        """The same update carrying the operator's mark (assessed updates only)."""
+        if self.outcome != "assessed":
+            return self
+        return replace(
+            self, mark=signer.sign(uid, self.status.observed_generation, self.status.to_patch())
+        )
+
     def patch(self) -> dict[str, Any]:
         """The fields to merge into ``status``."""
         body = self.status.to_patch()
         if self.outcome == "waiting":
             del body["observedGeneration"]
+        if self.mark is not None:
+            body["mark"] = self.mark
         return body
 
 
