@@ -10,8 +10,9 @@ from typing import Any
 import click
 
 from precedent.adapters.context_api import run
-from precedent.core.playbooks import PlaybookQuery, parse_label
+from precedent.core.playbooks import PlaybookQuery, ScoredPlaybook, parse_label
 from precedent.errors import PrecedentError
+from precedent.models import PlaybookSelection
 from precedent.output import fail, format_table, settings_or_fail
 from precedent.services import PlaybookSelector, SelectionOutcome
 from precedent.settings import DEFAULT_CATALOG_PATH
@@ -60,6 +61,16 @@ def serve(location: str | None, host: str | None, port: int | None) -> None:
     )
 
 
+def _components(candidate: ScoredPlaybook) -> dict[str, float]:
+    # The same map as the status's playbook.components, so the two read alike.
+    parts = candidate.parts
+    if parts is None:
+        return {}
+    return PlaybookSelection.components_of(
+        semantic=parts.semantic, label_match=parts.label_match, historical=parts.historical
+    )
+
+
 def _outcome_document(outcome: SelectionOutcome) -> dict[str, Any]:
     answer = outcome.answer
     decision = outcome.decision
@@ -80,7 +91,7 @@ def _outcome_document(outcome: SelectionOutcome) -> dict[str, Any]:
                 "id": c.id,
                 "version": c.version,
                 "confidence": round(c.confidence, 4),
-                "components": c.parts.components() if c.parts else {},
+                "components": _components(c),
             }
             for c in (answer.candidates if answer else ())
         ],
@@ -91,18 +102,10 @@ def _outcome_document(outcome: SelectionOutcome) -> dict[str, Any]:
 def _outcome_table(outcome: SelectionOutcome) -> str:
     rows = []
     for c in outcome.answer.candidates if outcome.answer else ():
-        parts = c.parts.components() if c.parts else {}
-        rows.append(
-            [
-                c.id,
-                c.version,
-                f"{c.confidence:.2f}",
-                *(
-                    f"{parts[k]:.2f}" if k in parts else "-"
-                    for k in ("semantic", "labelMatch", "historical")
-                ),
-            ]
-        )
+        p = c.parts
+        values = (p.semantic, p.label_match, p.historical) if p is not None else None
+        parts = [f"{v:.2f}" for v in values] if values is not None else ["-"] * 3
+        rows.append([c.id, c.version, f"{c.confidence:.2f}", *parts])
     lines = []
     if rows:
         headers = ["PLAYBOOK", "VERSION", "CONFIDENCE", "SEMANTIC", "LABELS", "HISTORICAL"]

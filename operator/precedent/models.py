@@ -320,6 +320,21 @@ class PlaybookSelection(WireModel):
     selection_method: Literal["data_driven", "fallback"] = Field(description="How it was chosen.")
     rationale: str = Field(description="Why it was chosen.")
 
+    @staticmethod
+    def components_of(
+        *, semantic: float, label_match: float, historical: float
+    ) -> dict[str, float]:
+        """The ``components`` map: each part of the confidence under its status name, 4 places.
+
+        The one place the parts get their wire names (``labelMatch``); empty when a catalog
+        reported the total only.
+        """
+        return {
+            "semantic": round(semantic, 4),
+            "labelMatch": round(label_match, 4),
+            "historical": round(historical, 4),
+        }
+
 
 class Alternative(WireModel):
     """A runner-up playbook."""

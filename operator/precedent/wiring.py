@@ -193,7 +193,7 @@ def build_service(
         )
     base = load_history_files(paths) if paths else []
     if require_history and not base:
-        raise InputError(f"history is empty: no incidents in {', '.join(map(str, paths))}")
+        raise InputError(f"history is empty: no Incident documents in {', '.join(map(str, paths))}")
     chosen: SimilarityMode = mode or settings.similarity_mode
     # One embedder for incidents and playbooks, as configured (PRECEDENT_EMBEDDER…).
     shared = build_embedder(settings, embedder, corpus=base)

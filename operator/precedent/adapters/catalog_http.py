@@ -6,8 +6,14 @@ One query is ``GET {base}/api/v1/context/playbooks`` with a per-attempt timeout 
 :class:`~precedent.errors.CatalogUnavailable` with the reason; caching and the fallback live in
 :class:`~precedent.adapters.selector.PlaybookSelector`.
 
-The Context API's answer is the seed's minimal schema — id, version, description, confidence —
-so playbooks found this way carry no confidence parts and no execution count.
+The Context API's answer is the seed's minimal schema — id, version, description, confidence.
+The client also asks for each playbook's confidence parts (``include_components=true``, an
+extension of Precedent's Context API); a server that sends them gets them into the status, one
+that ignores the parameter gives the total only. No execution count crosses the wire.
+
+:class:`ContextApiResponse` is the response's one definition: the server builds its body from
+it (:mod:`precedent.adapters.context_api`) and the client reads the body with it, so the wire
+names of the parts (``semantic``, ``label_match``, ``historical``) are written only here.
 """
 
 from __future__ import annotations
@@ -21,13 +27,20 @@ from typing import Any
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from precedent.core.playbooks import CatalogAnswer, PlaybookQuery, ScoredPlaybook
+from precedent.core.playbooks import (
+    CatalogAnswer,
+    ConfidenceParts,
+    PlaybookQuery,
+    ScoredPlaybook,
+)
 from precedent.core.resilience import BreakerState, CircuitBreaker, RetryPolicy
 from precedent.errors import CatalogUnavailable
 from precedent.metrics import METRICS, Metrics
 
 __all__ = [
+    "COMPONENTS_PARAM",
     "PLAYBOOKS_PATH",
+    "ContextApiComponents",
     "ContextApiPlaybook",
     "ContextApiResponse",
     "HttpPlaybookCatalog",
@@ -35,10 +48,22 @@ __all__ = [
 ]
 
 PLAYBOOKS_PATH = "/api/v1/context/playbooks"
+COMPONENTS_PARAM = "include_components"
+"""Query parameter asking for each playbook's ``components`` (absent: the seed's four fields)."""
+
+
+class ContextApiComponents(BaseModel):
+    """The parts of one playbook's confidence, each 0–1, rounded to 4 places."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    semantic: float = Field(ge=0, le=1, description="Semantic similarity.")
+    label_match: float = Field(ge=0, le=1, description="Label match.")
+    historical: float = Field(ge=0, le=1, description="Smoothed historical success.")
 
 
 class ContextApiPlaybook(BaseModel):
-    """One playbook in a Context API answer (seed 004's four fields)."""
+    """One playbook in a Context API answer: seed 004's four fields, and the parts if asked."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -46,6 +71,48 @@ class ContextApiPlaybook(BaseModel):
     version: str = Field(min_length=1, description="Playbook version.")
     description: str = Field(description="What the playbook does.")
     confidence: float = Field(ge=0, le=1, description="Confidence 0–1.")
+    components: ContextApiComponents | None = Field(
+        default=None, description="The confidence's parts (only with include_components=true)."
+    )
+
+    @classmethod
+    def of(cls, scored: ScoredPlaybook, *, components: bool) -> ContextApiPlaybook:
+        """The wire form of a scored playbook; its parts only when asked and known."""
+        parts = scored.parts if components else None
+        return cls(
+            playbook_id=scored.id,
+            version=scored.version,
+            description=scored.description,
+            confidence=round(scored.confidence, 4),
+            components=ContextApiComponents(
+                semantic=round(parts.semantic, 4),
+                label_match=round(parts.label_match, 4),
+                historical=round(parts.historical, 4),
+            )
+            if parts is not None
+            else None,
+        )
+
+    def scored(self) -> ScoredPlaybook:
+        """The core value: confidence, and its parts when the server sent them."""
+        c = self.components
+        parts = (
+            ConfidenceParts(
+                semantic=c.semantic,
+                label_match=c.label_match,
+                historical=c.historical,
+                confidence=self.confidence,
+            )
+            if c is not None
+            else None
+        )
+        return ScoredPlaybook(
+            id=self.playbook_id,
+            version=self.version,
+            description=self.description,
+            confidence=self.confidence,
+            parts=parts,
+        )
 
 
 class ContextApiResponse(BaseModel):
@@ -58,12 +125,14 @@ class ContextApiResponse(BaseModel):
 
 
 def query_params(query: PlaybookQuery) -> tuple[tuple[str, str], ...]:
-    """The query string for ``query``: description, repeated labels, the two parameters."""
+    """The query string for ``query``: description, repeated labels, the two parameters, and
+    the request for each playbook's confidence parts."""
     return (
         ("description", query.text),
         *(("labels", f"{key}:{value}") for key, value in query.labels),
         ("min_confidence", repr(query.min_confidence)),
         ("max_results", str(query.max_results)),
+        (COMPONENTS_PARAM, "true"),
     )
 
 
@@ -165,15 +234,7 @@ class HttpPlaybookCatalog:
             raise CatalogUnavailable(f"invalid response: {first}") from None
         self.breaker.record_success()
         ranked = sorted(body.playbooks, key=lambda p: (-p.confidence, p.playbook_id))
-        candidates = tuple(
-            ScoredPlaybook(
-                id=p.playbook_id,
-                version=p.version,
-                description=p.description,
-                confidence=p.confidence,
-            )
-            for p in ranked[: query.max_results]
-        )
+        candidates = tuple(p.scored() for p in ranked[: query.max_results])
         total = body.total_results if body.total_results is not None else len(body.playbooks)
         return CatalogAnswer(candidates=candidates, total=total, source=self.base_url)
 

@@ -84,16 +84,6 @@ class LocalPlaybookCatalog:
         with self._lock:
             return self._index.remove(playbook_id)
 
-    def get(self, playbook_id: str) -> Playbook | None:
-        """A playbook by id, or None."""
-        with self._lock:
-            return self._index.get(playbook_id)
-
-    def playbooks(self) -> list[Playbook]:
-        """Every playbook, sorted by id."""
-        with self._lock:
-            return self._index.playbooks()
-
     def search_sync(self, query: PlaybookQuery) -> CatalogAnswer:
         """Score and select synchronously (what :meth:`search` does)."""
         with self._lock:

@@ -5,6 +5,9 @@ answers the seed's minimal schema and nothing more::
 
     {"playbooks": [{"playbook_id", "version", "description", "confidence"}], "total_results": N}
 
+With ``include_components=true`` each playbook also carries ``components``: ``{"semantic",
+"label_match", "historical"}``, the parts of its confidence (Precedent's own client asks for
+them; the seed keeps them from the model, so they are off by default).
 ``total_results`` counts every playbook that qualified; ``playbooks`` holds the first
 ``max_results`` of them, best first. Bad parameters get 400 and a description over 8 KiB gets
 413, each with an RFC 7807 ``application/problem+json`` body that names the parameter.
@@ -23,7 +26,12 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from precedent.adapters.catalog_http import PLAYBOOKS_PATH
+from precedent.adapters.catalog_http import (
+    COMPONENTS_PARAM,
+    PLAYBOOKS_PATH,
+    ContextApiPlaybook,
+    ContextApiResponse,
+)
 from precedent.adapters.catalog_local import LocalPlaybookCatalog
 from precedent.core.playbooks import (
     DEFAULT_MAX_RESULTS,
@@ -141,6 +149,16 @@ def _max_results(request: web.Request) -> int:
     return value
 
 
+def _include_components(request: web.Request) -> bool:
+    raw = _single(request, COMPONENTS_PARAM)
+    if raw is None:
+        return False
+    value = raw.strip().lower()
+    if value not in ("true", "false"):
+        raise _invalid(COMPONENTS_PARAM, f"{COMPONENTS_PARAM} must be true or false, got {raw!r}")
+    return value == "true"
+
+
 def _labels(request: web.Request) -> list[tuple[str, str]]:
     labels = []
     for raw in request.query.getall("labels", []):
@@ -166,8 +184,9 @@ def parse_query(request: web.Request) -> PlaybookQuery:
 
 
 async def playbooks(request: web.Request) -> web.Response:
-    """``GET /api/v1/context/playbooks``: the seed's minimal four-field answer."""
+    """``GET /api/v1/context/playbooks``: the seed's four fields, and the parts if asked."""
     query = parse_query(request)
+    components = _include_components(request)
     answer = request.app[CATALOG_KEY].search_sync(query)
     log.info(
         "playbook query: %r labels=%s min_confidence=%g max_results=%d → %d of %d",
@@ -178,20 +197,11 @@ async def playbooks(request: web.Request) -> web.Response:
         len(answer.candidates),
         answer.total,
     )
-    return web.json_response(
-        {
-            "playbooks": [
-                {
-                    "playbook_id": c.id,
-                    "version": c.version,
-                    "description": c.description,
-                    "confidence": round(c.confidence, 4),
-                }
-                for c in answer.candidates
-            ],
-            "total_results": answer.total,
-        }
+    body = ContextApiResponse(
+        playbooks=[ContextApiPlaybook.of(c, components=components) for c in answer.candidates],
+        total_results=answer.total,
     )
+    return web.json_response(body.model_dump(mode="json", exclude_none=True))
 
 
 async def healthz(request: web.Request) -> web.Response:

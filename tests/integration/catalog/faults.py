@@ -3,8 +3,9 @@
 ``Faults`` is an aiohttp middleware in front of the playbook endpoint of a real server. Tests
 queue what the next requests get — ``hang`` (held until the test ends, past any client
 timeout), ``500``, ``503``, ``400``, ``garbage`` (200 with a body that is not JSON),
-``wrong-shape`` (JSON, not the schema) — or set ``always``; ``None`` lets the request through
-to the real handler.
+``wrong-shape`` (JSON, not the schema), ``minimal`` (the seed's four fields only, as a Context
+API that ignores ``include_components`` answers) — or set ``always``; ``None`` lets the request
+through to the real handler.
 """
 
 from __future__ import annotations
@@ -51,6 +52,14 @@ class Faults:
             )
         if fault == "wrong-shape":
             return web.json_response({"items": []})
+        if fault == "minimal":  # a Context API that ignores include_components
+            playbook = {
+                "playbook_id": "pb",
+                "version": "v1",
+                "description": "d",
+                "confidence": 0.81,
+            }
+            return web.json_response({"playbooks": [playbook], "total_results": 1})
         raise AssertionError(f"unknown fault {fault!r}")
 
 

@@ -139,10 +139,12 @@ def test_score_through_the_served_context_api(served: str) -> None:
     playbook = docs["oom-checkout"]["playbook"]
     assert playbook["id"] == "pod-oom-recovery"
     assert playbook["selectionMethod"] == "data_driven"
-    assert playbook["components"] == {}  # the minimal schema carries the total only
     local = run(*SCORE, "--catalog", str(DATA / "playbooks"), "-o", "json")
     local_docs = {d["name"]: d["assessment"] for d in json.loads(local.stdout)}
     assert playbook["confidence"] == local_docs["oom-checkout"]["playbook"]["confidence"]
+    # The client asks for the parts (include_components=true): they survive the HTTP path.
+    assert playbook["components"] == local_docs["oom-checkout"]["playbook"]["components"]
+    assert set(playbook["components"]) == {"semantic", "labelMatch", "historical"}
 
 
 def test_score_falls_back_when_the_context_api_is_down() -> None:

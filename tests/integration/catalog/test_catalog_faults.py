@@ -106,7 +106,15 @@ async def test_healthy_remote_is_data_driven_and_agrees_with_in_process(
     local = server.catalog.search_sync(PlaybookQuery.from_spec(SPEC, min_confidence=0.5))
     assert selection.id == local.candidates[0].id == "pod-oom-recovery"
     assert selection.confidence == round(local.candidates[0].confidence, 4)
-    assert selection.components == {}  # the Context API reports the total only
+    # The parts cross the wire (include_components=true), rounded as the status shows them.
+    parts = local.candidates[0].parts
+    assert parts is not None
+    assert selection.components == {
+        "semantic": round(parts.semantic, 4),
+        "labelMatch": round(parts.label_match, 4),
+        "historical": round(parts.historical, 4),
+    }
+    assert "strongest on" in selection.rationale
     assert [a.id for a in outcome.decision.alternatives] == [c.id for c in local.candidates[1:4]]
     assert server.faults.hits == 1
     assert sample(metrics, "ai_success_rate_queries_total", status="success") == 1
@@ -191,6 +199,20 @@ async def test_wrong_shape_is_an_invalid_response(
     assert server.faults.hits == 1
     assert_in_process_fallback(outcome, server.url, "invalid response")
     assert http.breaker.consecutive_failures == 1
+
+
+async def test_a_context_api_without_components_gives_the_total_only(
+    server: Server, metrics: Metrics, clock: Clock, sleeps: Sleeps
+) -> None:
+    server.faults.queue("minimal")
+    async with selector(client(server.url, metrics, clock, sleeps), metrics, clock, None) as s:
+        outcome = await ask(s, SPEC)
+    assert outcome.method == "data_driven"
+    selection = outcome.decision.selection
+    assert selection is not None
+    assert (selection.id, selection.confidence) == ("pb", 0.81)
+    assert selection.components == {}
+    assert "reports the total only" in selection.rationale
 
 
 async def test_connection_refused_falls_back_to_in_process(

@@ -42,6 +42,31 @@ async def test_answer_is_exactly_the_seeds_minimal_schema(server: Server) -> Non
     assert body["playbooks"][0]["version"] == "v1.2"
 
 
+async def test_components_are_given_only_when_asked_for(server: Server) -> None:
+    params = [*OOM, ("min_confidence", "0.3"), ("max_results", "5")]
+    body = (await get(server, [*params, ("include_components", "true")])).json()
+    query = PlaybookQuery.create(
+        OOM[0][1],
+        [tuple(v.split(":")) for k, v in OOM[1:]],  # type: ignore[misc]
+        min_confidence=0.3,
+        max_results=5,
+    )
+    local = server.catalog.search_sync(query).candidates
+    assert len(body["playbooks"]) == len(local)
+    for item, candidate in zip(body["playbooks"], local, strict=True):
+        assert set(item) == {"playbook_id", "version", "description", "confidence", "components"}
+        parts = candidate.parts
+        assert parts is not None
+        assert item["components"] == {
+            "semantic": round(parts.semantic, 4),
+            "label_match": round(parts.label_match, 4),
+            "historical": round(parts.historical, 4),
+        }
+    plain = (await get(server, [*params, ("include_components", "false")])).json()
+    assert plain == (await get(server, params)).json()
+    assert all("components" not in item for item in plain["playbooks"])
+
+
 async def test_answer_matches_the_in_process_catalog(server: Server) -> None:
     response = await get(server, [*OOM, ("min_confidence", "0.3"), ("max_results", "5")])
     remote = [(p["playbook_id"], p["confidence"]) for p in response.json()["playbooks"]]
@@ -102,6 +127,8 @@ BAD = [
     ([("description", "x"), ("labels", "k:two words")], "labels"),
     ([("description", "x"), ("labels", "env:a"), ("labels", "env:b")], "labels"),
     ([("description", "x"), ("max_results", "1"), ("max_results", "2")], "max_results"),
+    ([("description", "x"), ("include_components", "yes")], "include_components"),
+    ([("description", "x"), ("include_components", "")], "include_components"),
 ]
 
 

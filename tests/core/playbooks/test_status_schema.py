@@ -21,7 +21,7 @@ from precedent.models import Playbook, PlaybookHistory
 from precedent.sandbox.errors import FieldError
 from precedent.sandbox.schema import Schema
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def status_schema() -> Schema:

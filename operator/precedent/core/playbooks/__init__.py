@@ -1,0 +1,102 @@
+"""Playbook confidence and selection (seed 004, BR-AI-057), one module per concern.
+
+::
+
+    confidence = 0.4 × semantic + 0.4 × label match + 0.2 × historical success
+
+* :mod:`~precedent.core.playbooks.confidence` — the formula, its weights, smoothed history;
+* :mod:`~precedent.core.playbooks.labels` — label normalisation and the label-match part;
+* :mod:`~precedent.core.playbooks.query` — the catalog query, its answer, the catalog port;
+* :mod:`~precedent.core.playbooks.index` — the in-memory catalog that scores every playbook;
+* :mod:`~precedent.core.playbooks.decision` — which playbooks are listed, the pick, the
+  ``manual_investigation`` recommendation.
+
+Core values are typed (``ConfidenceParts.label_match``); the wire names (``labelMatch``) are
+given where the wire models are built.
+"""
+
+from precedent.core.playbooks.confidence import (
+    WEIGHT_SUM_TOLERANCE,
+    ConfidenceParts,
+    ConfidenceWeights,
+    SuccessPrior,
+    check_confidence_weights,
+    combine,
+    evidence,
+    historical_success,
+)
+from precedent.core.playbooks.decision import (
+    MAX_ALTERNATIVES,
+    MAX_RATIONALE,
+    MAX_SUGGESTION,
+    NEAR_MISS,
+    SelectionMethod,
+    decide,
+    qualifying,
+    unavailable,
+)
+from precedent.core.playbooks.index import CatalogIndex
+from precedent.core.playbooks.labels import (
+    INCIDENT_TYPE,
+    LABEL_MATCH,
+    LABEL_MISMATCH,
+    LABEL_UNPINNED,
+    NO_LABELS,
+    WILDCARD,
+    LabelScores,
+    LabelTable,
+    normalize_label_key,
+    normalize_label_value,
+    parse_label,
+    playbook_labels,
+)
+from precedent.core.playbooks.query import (
+    DEFAULT_MAX_RESULTS,
+    DEFAULT_MIN_CONFIDENCE,
+    MAX_DESCRIPTION_BYTES,
+    MAX_RESULTS_LIMIT,
+    CatalogAnswer,
+    PlaybookCatalog,
+    PlaybookQuery,
+    ScoredPlaybook,
+)
+
+__all__ = [
+    "DEFAULT_MAX_RESULTS",
+    "DEFAULT_MIN_CONFIDENCE",
+    "INCIDENT_TYPE",
+    "LABEL_MATCH",
+    "LABEL_MISMATCH",
+    "LABEL_UNPINNED",
+    "MAX_ALTERNATIVES",
+    "MAX_DESCRIPTION_BYTES",
+    "MAX_RATIONALE",
+    "MAX_RESULTS_LIMIT",
+    "MAX_SUGGESTION",
+    "NEAR_MISS",
+    "NO_LABELS",
+    "WEIGHT_SUM_TOLERANCE",
+    "WILDCARD",
+    "CatalogAnswer",
+    "CatalogIndex",
+    "ConfidenceParts",
+    "ConfidenceWeights",
+    "LabelScores",
+    "LabelTable",
+    "PlaybookCatalog",
+    "PlaybookQuery",
+    "ScoredPlaybook",
+    "SelectionMethod",
+    "SuccessPrior",
+    "check_confidence_weights",
+    "combine",
+    "decide",
+    "evidence",
+    "historical_success",
+    "normalize_label_key",
+    "normalize_label_value",
+    "parse_label",
+    "playbook_labels",
+    "qualifying",
+    "unavailable",
+]

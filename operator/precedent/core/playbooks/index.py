@@ -1,0 +1,219 @@
+"""The in-memory playbook catalog: descriptions embedded once, labels as bit masks, numpy scoring.
+
+**Semantic** (0–1) is the cosine of the request's text (action words and description) with the
+playbook's description through the retrieval :class:`~precedent.core.ports.Embedder`,
+calibrated onto 0–1 (:func:`~precedent.core.semantic.playbook_calibration_for`). The other
+parts and the rule that lists playbooks live in their own modules; :meth:`CatalogIndex.search`
+puts them together for every playbook at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import cast
+
+import numpy as np
+import numpy.typing as npt
+
+from precedent.core.embedding import FloatMatrix, LexicalEmbedder
+from precedent.core.playbooks._arrays import BoolArray, F64Array, resized
+from precedent.core.playbooks.confidence import (
+    ConfidenceParts,
+    ConfidenceWeights,
+    SuccessPrior,
+    combine,
+    evidence,
+    historical_success,
+)
+from precedent.core.playbooks.decision import qualifying
+from precedent.core.playbooks.labels import LabelTable, playbook_labels
+from precedent.core.playbooks.query import CatalogAnswer, PlaybookQuery, ScoredPlaybook
+from precedent.core.ports import Embedder
+from precedent.core.semantic import SemanticCalibration, playbook_calibration_for
+from precedent.models import Playbook
+
+__all__ = ["CatalogIndex"]
+
+
+class CatalogIndex:
+    """The in-memory catalog: descriptions embedded once, labels as bit masks, numpy scoring.
+
+    ``upsert`` and ``remove`` change one playbook (one embedding, a few mask bits); rows are
+    reused, and arrays grow by doubling. Not thread-safe: callers serialise mutations.
+    """
+
+    def __init__(
+        self,
+        playbooks: Iterable[Playbook] = (),
+        *,
+        embedder: Embedder | None = None,
+        weights: ConfidenceWeights | None = None,
+        prior: SuccessPrior | None = None,
+        name: str = "in-process",
+        calibration: SemanticCalibration | None = None,
+    ) -> None:
+        self.embedder: Embedder = embedder or LexicalEmbedder()
+        # Raw cosines of a long request against a one-line description sit low; calibrate them
+        # onto 0–1 like incident similarity so that the 0.4 semantic weight can count.
+        self.calibration = calibration or playbook_calibration_for(self.embedder.name)
+        self.weights = weights or ConfidenceWeights()
+        self.prior = prior or SuccessPrior()
+        self.name = name
+        self._capacity = 0
+        self._high = 0  # rows in use are below this mark
+        self._free: list[int] = []
+        self._rows: dict[str, int] = {}
+        self._items: list[Playbook | None] = []
+        self._labels = LabelTable()
+        # Transposed (dim × rows): a sparse query reads only its non-zero dimensions' rows.
+        self._vectors_t: FloatMatrix = np.zeros((self.embedder.dimension, 0), dtype=np.float32)
+        self._active: BoolArray = np.zeros(0, dtype=bool)
+        self._history: F64Array = np.zeros(0)
+        self._new: BoolArray = np.zeros(0, dtype=bool)
+        self._grow(16)
+        batch = list(playbooks)
+        if batch:
+            vectors = self.embedder.embed([p.description for p in batch])
+            for playbook, vector in zip(batch, vectors, strict=True):
+                self._put(playbook, vector)
+
+    # -- mutation -------------------------------------------------------------------------
+
+    def _grow(self, capacity: int) -> None:
+        grown_t = np.zeros((self.embedder.dimension, capacity), dtype=np.float32)
+        grown_t[:, : self._vectors_t.shape[1]] = self._vectors_t
+        self._vectors_t = grown_t
+        self._active = resized(self._active, capacity)
+        self._history = resized(self._history, capacity)
+        self._new = resized(self._new, capacity)
+        self._labels.grow(capacity)
+        self._items.extend([None] * (capacity - self._capacity))
+        self._capacity = capacity
+
+    def _clear_row(self, row: int) -> None:
+        self._labels.clear(row)
+        self._items[row] = None
+        self._active[row] = False
+
+    def _put(self, playbook: Playbook, vector: npt.NDArray[np.float32]) -> None:
+        row = self._rows.get(playbook.id)
+        if row is None:
+            if self._free:
+                row = self._free.pop()
+            else:
+                if self._high == self._capacity:
+                    self._grow(self._capacity * 2)
+                row = self._high
+                self._high += 1
+            self._rows[playbook.id] = row
+        history = playbook.history
+        self._labels.set(row, playbook_labels(playbook))
+        self._items[row] = playbook
+        self._vectors_t[:, row] = vector
+        self._history[row] = historical_success(
+            float(history.successes), float(history.executions), self.prior
+        )
+        self._new[row] = history.executions == 0
+        self._active[row] = True
+
+    def upsert(self, playbook: Playbook) -> None:
+        """Add a playbook, or replace the one with the same id (one embedding, no rebuild)."""
+        self._put(playbook, self.embedder.embed([playbook.description])[0])
+
+    def remove(self, playbook_id: str) -> bool:
+        """Drop a playbook by id; False if it was not there."""
+        row = self._rows.pop(playbook_id, None)
+        if row is None:
+            return False
+        self._clear_row(row)
+        self._free.append(row)
+        return True
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __contains__(self, playbook_id: object) -> bool:
+        return playbook_id in self._rows
+
+    # -- scoring --------------------------------------------------------------------------
+
+    def _semantic(self, query: npt.NDArray[np.float32], n: int) -> F64Array:
+        # Cosine with every row, calibrated and clipped to 0–1. A lexical query has a few
+        # hundred non-zero dimensions: gathering those rows reads ~1% of the matrix.
+        nonzero = np.flatnonzero(query)
+        if nonzero.size * 4 < query.size:
+            raw = query[nonzero] @ self._vectors_t[nonzero, :n]
+        else:
+            raw = query @ self._vectors_t[:, :n]
+        floor, ceiling = self.calibration.floor, self.calibration.ceiling
+        calibrated = (raw.astype(np.float64) - floor) / (ceiling - floor)
+        # float32 sums differ in the last bits with the order of terms; 6 places is plenty.
+        return cast(F64Array, np.round(np.clip(calibrated, 0.0, 1.0), 6))
+
+    def _scored(
+        self, row: int, semantic: F64Array, labels: F64Array, confidence: F64Array
+    ) -> ScoredPlaybook:
+        playbook = self._items[row]
+        assert playbook is not None
+        parts = ConfidenceParts(
+            semantic=float(semantic[row]),
+            label_match=float(labels[row]),
+            historical=float(self._history[row]),
+            confidence=float(confidence[row]),
+        )
+        return ScoredPlaybook(
+            id=playbook.id,
+            version=playbook.version,
+            description=playbook.description,
+            confidence=parts.confidence,
+            parts=parts,
+            executions=playbook.history.executions,
+        )
+
+    def _best(self, rows: npt.NDArray[np.intp], confidence: F64Array, k: int) -> list[int]:
+        # The k best rows by confidence, ties by id. numpy finds the head; Python orders it.
+        if rows.size == 0:
+            return []
+        key = np.round(confidence[rows], 9)
+        if rows.size > k:
+            cutoff = np.partition(key, rows.size - k)[rows.size - k]
+            rows = rows[key >= cutoff]  # the k best and anything tied with the k-th
+        items = self._items
+
+        def rank(row: int) -> tuple[float, str]:
+            item = items[row]
+            return (-round(float(confidence[row]), 9), item.id if item is not None else "")
+
+        return sorted(rows.tolist(), key=rank)[:k]
+
+    def search(self, query: PlaybookQuery) -> CatalogAnswer:
+        """Score every playbook, keep the qualifying ones, best first."""
+        n = self._high
+        if not self._rows:
+            return CatalogAnswer((), 0, self.name, catalog_size=0, consistent=0)
+        semantic = self._semantic(self.embedder.embed([query.text])[0], n)
+        labels = self._labels.score(query.labels, n)
+        confidence = combine(semantic, labels.match, self._history[:n], self.weights)
+        active = self._active[:n]
+        listed = qualifying(
+            query.min_confidence,
+            confidence,
+            evidence(semantic, labels.match, self.weights),
+            active=active,
+            new=self._new[:n],
+            contradicts=labels.contradicts,
+            targets_incident=labels.targets_incident,
+        )
+        rows = np.flatnonzero(listed)
+        chosen = self._best(rows, confidence, query.max_results)
+        below = self._best(np.flatnonzero(active & ~listed), confidence, 1)
+        return CatalogAnswer(
+            candidates=tuple(self._scored(r, semantic, labels.match, confidence) for r in chosen),
+            total=int(rows.size),
+            source=self.name,
+            catalog_size=len(self._rows),
+            consistent=int((active & ~labels.contradicts).sum()),
+            best_below=self._scored(below[0], semantic, labels.match, confidence)
+            if below
+            else None,
+        )
