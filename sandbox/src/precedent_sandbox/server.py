@@ -20,14 +20,14 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from precedent.sandbox import discovery
-from precedent.sandbox import errors as api_errors
-from precedent.sandbox.errors import ApiError
-from precedent.sandbox.meta import FieldSelector, LabelSelector
-from precedent.sandbox.protobuf import decode_object
-from precedent.sandbox.registry import ResourceType
-from precedent.sandbox.store import Event, Store, Stored, Watcher, encode
-from precedent.sandbox.table import make_table
+from precedent_sandbox import discovery
+from precedent_sandbox import errors as api_errors
+from precedent_sandbox.errors import ApiError
+from precedent_sandbox.meta import FieldSelector, LabelSelector
+from precedent_sandbox.protobuf import decode_object
+from precedent_sandbox.registry import ResourceType
+from precedent_sandbox.store import Event, Store, Stored, Watcher, encode
+from precedent_sandbox.table import make_table
 
 __all__ = ["DEFAULT_CRDS_DIR", "Sandbox", "SandboxThread", "load_crd_documents"]
 

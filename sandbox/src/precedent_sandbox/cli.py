@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from precedent.sandbox.server import DEFAULT_CRDS_DIR, Sandbox
+from precedent_sandbox.server import DEFAULT_CRDS_DIR, Sandbox
 
 __all__ = ["sandbox_command"]
 

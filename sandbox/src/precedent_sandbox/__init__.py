@@ -5,7 +5,7 @@ on a loop of its own in a background thread; ``precedent sandbox`` runs it from 
 Both write a kubeconfig (``write_kubeconfig(path)``) that kubectl and kopf accept.
 """
 
-from precedent.sandbox.server import DEFAULT_CRDS_DIR, Sandbox, SandboxThread, load_crd_documents
-from precedent.sandbox.store import Store
+from precedent_sandbox.server import DEFAULT_CRDS_DIR, Sandbox, SandboxThread, load_crd_documents
+from precedent_sandbox.store import Store
 
 __all__ = ["DEFAULT_CRDS_DIR", "Sandbox", "SandboxThread", "Store", "load_crd_documents"]

@@ -22,22 +22,22 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from precedent.sandbox import errors as api_errors
-from precedent.sandbox.cel import check_rules
-from precedent.sandbox.errors import FieldError
-from precedent.sandbox.meta import (
+from precedent_sandbox import errors as api_errors
+from precedent_sandbox.cel import check_rules
+from precedent_sandbox.errors import FieldError
+from precedent_sandbox.meta import (
     FieldSelector,
     LabelSelector,
     generate_name,
     now_rfc3339,
     validate_metadata,
 )
-from precedent.sandbox.patch import (
+from precedent_sandbox.patch import (
     apply_json_patch,
     apply_merge_patch,
     apply_strategic_merge_patch,
 )
-from precedent.sandbox.registry import (
+from precedent_sandbox.registry import (
     BUILTINS,
     ResourceType,
     crd_problems,
