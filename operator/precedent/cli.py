@@ -21,7 +21,7 @@ from precedent.demo import demo_command
 from precedent.errors import InputError, PrecedentError
 from precedent.models import Assessment
 from precedent.output import dump_yaml, fail, format_table, settings_or_fail
-from precedent.sandbox.cli import sandbox_command
+from precedent.sandbox_process import sandbox_command
 
 __all__ = ["main"]
 
