@@ -82,7 +82,10 @@ async def test_watch_without_a_version_starts_with_current_objects(api: httpx.As
 
 
 async def test_too_old_resource_version_is_410_expired() -> None:
-    async with Sandbox(CRDS, history_size=3) as sandbox, httpx.AsyncClient(base_url=sandbox.url) as api:
+    async with (
+        Sandbox(CRDS, history_size=3) as sandbox,
+        httpx.AsyncClient(base_url=sandbox.url) as api,
+    ):
         first = (await api.post(PLAYBOOKS, json=playbook_body("p0"))).json()
         for index in range(1, 6):
             await api.post(PLAYBOOKS, json=playbook_body(f"p{index}"))
