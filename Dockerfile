@@ -3,6 +3,9 @@ FROM python:3.11-slim AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY operator ./operator
+# The CRDs go into the wheel as data files; the sandbox API server (sandbox/) is not copied:
+# the image carries the product only.
+COPY crds ./crds
 RUN pip wheel --no-cache-dir --wheel-dir /wheels .
 
 # Final stage: wheels only, no build tools, non-root, read-only friendly.

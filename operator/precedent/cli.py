@@ -16,7 +16,7 @@ from precedent.demo import demo_command
 from precedent.errors import InputError, PrecedentError
 from precedent.models import Assessment
 from precedent.output import dump_yaml, fail, format_table, run_async, settings_or_fail
-from precedent.sandbox.cli import sandbox_command
+from precedent.sandbox_process import sandbox_command
 from precedent.wiring import build_service
 
 __all__ = ["main"]

@@ -1,10 +1,11 @@
 """``precedent demo``: the whole product on one machine, no cluster needed.
 
-Starts the sandbox API server, applies ``crds/`` and the bundled incidents and playbooks, runs
-the real operator (``kopf run -m precedent.handlers``) as a child process, applies the example
-requests, waits until every one is Ready, prints what ``kubectl get rr`` shows and one
-request's full status, then stops everything. Ctrl-C at any point stops the operator and the
-sandbox before returning.
+Starts the sandbox API server (the ``precedent-sandbox`` package, as a child process) with the
+CRDs found as :mod:`precedent.sandbox_process` describes, applies the bundled incidents and
+playbooks, runs the real operator (``kopf run -m precedent.handlers``) as a child process,
+applies the example requests, waits until every one is Ready, prints what ``kubectl get rr``
+shows and one request's full status, then stops everything. Ctrl-C at any point stops the
+operator and the sandbox before returning.
 """
 
 from __future__ import annotations
@@ -24,10 +25,9 @@ import httpx
 
 from precedent.adapters.loader import iter_documents
 from precedent.output import dump_yaml, format_table
-from precedent.sandbox import SandboxThread
-from precedent.sandbox.table import go_text
+from precedent.sandbox_process import CRDS_ENV, SandboxProcess, find_crds_dir
 
-__all__ = ["demo_command", "object_path", "table_rows"]
+__all__ = ["cell_text", "demo_command", "object_path", "table_rows"]
 
 TABLE_ACCEPT = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 PLURALS = {
@@ -87,6 +87,20 @@ def wait_until_settled(client: httpx.Client, names: set[str], timeout: float) ->
     raise click.ClickException(f"not settled after {timeout:.0f} s: {missing}")
 
 
+def cell_text(value: Any) -> str:
+    """A table cell as kubectl prints it (Go's formatting of the decoded JSON value)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        # JSON numbers decode as float64 in Go: whole numbers print without a decimal point.
+        return str(int(value)) if value.is_integer() and abs(value) < 1e21 else repr(value)
+    if isinstance(value, dict):
+        return "map[" + " ".join(f"{k}:{cell_text(v)}" for k, v in sorted(value.items())) + "]"
+    if isinstance(value, list):
+        return "[" + " ".join(cell_text(v) for v in value) + "]"
+    return str(value)
+
+
 def table_rows(table: dict[str, Any], *, namespace_column: bool = False) -> str:
     """Render a meta.k8s.io Table as kubectl does (priority-0 columns)."""
     columns = [
@@ -98,7 +112,7 @@ def table_rows(table: dict[str, Any], *, namespace_column: bool = False) -> str:
     rows = []
     for row in table["rows"]:
         cells = [
-            ("<none>" if row["cells"][i] in (None, "") else go_text(row["cells"][i]))
+            ("<none>" if row["cells"][i] in (None, "") else cell_text(row["cells"][i]))
             for i, _ in columns
         ]
         if namespace_column:
@@ -119,10 +133,11 @@ def table_rows(table: dict[str, Any], *, namespace_column: bool = False) -> str:
 @click.option(
     "--crds",
     "crds_dir",
-    default="crds",
-    show_default=True,
+    default=None,
+    envvar=CRDS_ENV,
     type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="CRD directory.",
+    help=f"CRD directory. Default: ${CRDS_ENV}, else ./crds if present, else the copy "
+    "installed with Precedent.",
 )
 @click.option(
     "--show",
@@ -136,13 +151,16 @@ def table_rows(table: dict[str, Any], *, namespace_column: bool = False) -> str:
     show_default=True,
     help="Seconds to wait for every request to settle.",
 )
-def demo_command(data_dir: Path, crds_dir: Path, show: str, timeout: float) -> None:
+def demo_command(data_dir: Path, crds_dir: Path | None, show: str, timeout: float) -> None:
     """Run the sandbox, the real operator and the bundled data; print the answers."""
+    found = find_crds_dir(crds_dir)
+    if found is None:
+        raise click.ClickException(f"no CRD directory: pass --crds DIR or set ${CRDS_ENV}")
     with (
         tempfile.TemporaryDirectory(prefix="precedent-demo-") as tmp,
-        SandboxThread(crds_dir) as sandbox,
+        SandboxProcess(found, Path(tmp)) as sandbox,
     ):
-        kubeconfig = sandbox.write_kubeconfig(Path(tmp) / "kubeconfig")
+        kubeconfig = sandbox.kubeconfig
         click.echo(f"sandbox API server: {sandbox.url}")
         with httpx.Client(base_url=sandbox.url, timeout=30) as client:
             history = apply(client, [data_dir / "incidents", data_dir / "playbooks"])
@@ -173,6 +191,7 @@ def _start_operator(kubeconfig: Path, log: Path) -> subprocess.Popen[bytes]:
         **os.environ,
         "KUBECONFIG": str(kubeconfig),
         "PRECEDENT_HISTORY_PATH": "",
+        "PRECEDENT_CATALOG": "",
         "PRECEDENT_METRICS_PORT": "0",
     }
     with log.open("wb") as sink:

@@ -1,6 +1,6 @@
 """Sandbox API server throughput: creates/s over HTTP with a watch open, and watch-event lag.
 
-The server runs as its own process (``python -m precedent.sandbox``), as it does next to an
+The server runs as its own process (``python -m precedent_sandbox``), as it does next to an
 operator; the client creates N RemediationRequests with a few requests in flight and reads a
 cluster-wide watch. Lag is the time from sending a create to reading its ADDED event.
 Printed, never asserted.
@@ -21,6 +21,7 @@ from pathlib import Path
 
 import aiohttp
 
+REPO = Path(__file__).resolve().parents[2]
 N = int(os.environ.get("BENCH_SANDBOX_N", "2000"))
 CONCURRENCY = 16
 GROUP_URL = "/apis/precedent.dev/v1alpha1"
@@ -104,7 +105,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         kubeconfig = Path(tmp) / "kubeconfig"
         process = subprocess.Popen(
-            [sys.executable, "-m", "precedent.sandbox", "--kubeconfig", str(kubeconfig)],
+            [
+                sys.executable,
+                "-m",
+                "precedent_sandbox",
+                "--crds",
+                str(REPO / "crds"),
+                "--kubeconfig",
+                str(kubeconfig),
+            ],
             stdout=subprocess.PIPE,
             text=True,
         )

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from kopf.testing import KopfRunner
 
-from precedent.sandbox import SandboxThread
+from precedent_sandbox import SandboxThread
 from tests.e2e.conftest import Kubectl
 
 pytestmark = [

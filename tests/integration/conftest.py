@@ -13,7 +13,7 @@ import pytest
 from kopf.testing import KopfRunner
 
 from precedent.demo import apply, object_path
-from precedent.sandbox import SandboxThread
+from precedent_sandbox import SandboxThread
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "data"

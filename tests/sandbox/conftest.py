@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from precedent.sandbox import Sandbox
+from precedent_sandbox import Sandbox
+
+# The repository's CRDs: the sandbox registers none unless told where they are.
+CRDS = Path(__file__).resolve().parents[2] / "crds"
 
 GROUP = "/apis/precedent.dev/v1alpha1"
 RRS = f"{GROUP}/namespaces/default/remediationrequests"
@@ -112,7 +116,7 @@ def ready_status(generation: int = 1) -> dict[str, Any]:
 @pytest.fixture
 async def sandbox() -> AsyncIterator[Sandbox]:
     """A sandbox with the repository's CRDs, listening on a free port."""
-    async with Sandbox() as server:
+    async with Sandbox(CRDS) as server:
         yield server
 
 

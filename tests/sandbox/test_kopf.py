@@ -13,8 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
-from precedent.sandbox import SandboxThread
-from tests.sandbox.conftest import PLAYBOOKS, RRS, playbook_body, request_body
+from precedent_sandbox import SandboxThread
+from tests.sandbox.conftest import CRDS, PLAYBOOKS, RRS, playbook_body, request_body
 
 pytestmark = pytest.mark.integration
 
@@ -50,7 +50,7 @@ def eventually(check: Callable[[], Any], attempts: int = 300) -> Any:
 def operator(tmp_path: Path) -> Iterator[str]:
     """A sandbox and a kopf operator process watching it; yields the sandbox URL."""
     (tmp_path / "sandbox_test_operator.py").write_text(OPERATOR)
-    with SandboxThread() as sandbox:
+    with SandboxThread(CRDS) as sandbox:
         kubeconfig = sandbox.write_kubeconfig(tmp_path / "kubeconfig")
         log = (tmp_path / "kopf.log").open("w")
         process = subprocess.Popen(

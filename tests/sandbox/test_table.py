@@ -6,7 +6,7 @@ import re
 
 import httpx
 
-from precedent.sandbox.meta import human_duration
+from precedent_sandbox.meta import human_duration
 from tests.sandbox.conftest import MERGE, RRS, TABLE, ready_status, request_body
 
 

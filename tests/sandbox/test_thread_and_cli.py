@@ -12,12 +12,12 @@ from pathlib import Path
 import httpx
 import yaml
 
-from precedent.sandbox import SandboxThread
-from tests.sandbox.conftest import RRS, request_body
+from precedent_sandbox import SandboxThread
+from tests.sandbox.conftest import CRDS, RRS, request_body
 
 
 def test_sandbox_thread_serves_synchronous_clients(tmp_path: Path) -> None:
-    with SandboxThread() as sandbox:
+    with SandboxThread(CRDS) as sandbox:
         assert sandbox.url.startswith("http://127.0.0.1:")
         created = httpx.post(f"{sandbox.url}{RRS}", json=request_body("threaded"), timeout=10)
         assert created.status_code == 201

@@ -9,8 +9,8 @@ from typing import Any
 
 import httpx
 
-from precedent.sandbox import Sandbox
-from tests.sandbox.conftest import GROUP, MERGE, PLAYBOOKS, RRS, playbook_body, request_body
+from precedent_sandbox import Sandbox
+from tests.sandbox.conftest import CRDS, GROUP, MERGE, PLAYBOOKS, RRS, playbook_body, request_body
 
 
 async def events(
@@ -82,7 +82,10 @@ async def test_watch_without_a_version_starts_with_current_objects(api: httpx.As
 
 
 async def test_too_old_resource_version_is_410_expired() -> None:
-    async with Sandbox(history_size=3) as sandbox, httpx.AsyncClient(base_url=sandbox.url) as api:
+    async with (
+        Sandbox(CRDS, history_size=3) as sandbox,
+        httpx.AsyncClient(base_url=sandbox.url) as api,
+    ):
         first = (await api.post(PLAYBOOKS, json=playbook_body("p0"))).json()
         for index in range(1, 6):
             await api.post(PLAYBOOKS, json=playbook_body(f"p{index}"))
@@ -101,7 +104,7 @@ async def test_too_old_resource_version_is_410_expired() -> None:
 
 async def test_bookmarks_and_timeout() -> None:
     async with (
-        Sandbox(bookmark_interval=0.05) as sandbox,
+        Sandbox(CRDS, bookmark_interval=0.05) as sandbox,
         httpx.AsyncClient(base_url=sandbox.url, timeout=10) as api,
     ):
         rv = (await api.get(PLAYBOOKS)).json()["metadata"]["resourceVersion"]

@@ -25,8 +25,8 @@ from precedent.models import (
     SimilarIncident,
     SimilarityParts,
 )
-from precedent.sandbox.errors import FieldError
-from precedent.sandbox.schema import Schema
+from precedent_sandbox.errors import FieldError
+from precedent_sandbox.schema import Schema
 
 CRDS = Path(__file__).resolve().parents[2] / "crds"
 

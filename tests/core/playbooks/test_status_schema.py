@@ -18,8 +18,8 @@ from precedent.core.playbooks import (
 )
 from precedent.core.ports import PlaybookDecision
 from precedent.models import Playbook, PlaybookHistory
-from precedent.sandbox.errors import FieldError
-from precedent.sandbox.schema import Schema
+from precedent_sandbox.errors import FieldError
+from precedent_sandbox.schema import Schema
 
 REPO = Path(__file__).resolve().parents[3]
 

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from precedent.sandbox.registry import STATUS_VERBS, ResourceType
+from precedent_sandbox.registry import STATUS_VERBS, ResourceType
 
 __all__ = [
     "aggregated",

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from datetime import date, datetime
 from typing import Any
 
-from precedent.sandbox.errors import FieldError, GoLiteral
+from precedent_sandbox.errors import FieldError, GoLiteral
 
 __all__ = ["Schema", "join_path", "json_type"]
 
@@ -169,7 +169,7 @@ class Schema:
         self.default: Any = raw.get("default")
         self.list_type: str | None = raw.get("x-kubernetes-list-type")
         self.list_map_keys: tuple[str, ...] = tuple(raw.get("x-kubernetes-list-map-keys", ()))
-        # CEL rules are attached by precedent.sandbox.cel; has_rules marks subtrees holding any.
+        # CEL rules are attached by precedent_sandbox.cel; has_rules marks subtrees holding any.
         self.rules: list[Any] = []
         self.has_rules = False
 

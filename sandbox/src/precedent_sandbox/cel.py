@@ -20,8 +20,8 @@ import celpy
 from celpy.adapter import json_to_cel
 from celpy.evaluation import CELEvalError
 
-from precedent.sandbox.errors import FieldError
-from precedent.sandbox.schema import Schema, join_path
+from precedent_sandbox.errors import FieldError
+from precedent_sandbox.schema import Schema, join_path
 
 __all__ = ["CelRule", "attach_rules", "check_rules"]
 

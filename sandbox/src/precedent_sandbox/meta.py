@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from precedent.sandbox.errors import FieldError, bad_request
+from precedent_sandbox.errors import FieldError, bad_request
 
 __all__ = [
     "FieldSelector",

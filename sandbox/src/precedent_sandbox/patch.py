@@ -10,7 +10,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from precedent.sandbox.errors import bad_request, unprocessable
+from precedent_sandbox.errors import bad_request, unprocessable
 
 __all__ = ["apply_json_patch", "apply_merge_patch", "apply_strategic_merge_patch"]
 

@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from precedent.sandbox.cel import attach_rules
-from precedent.sandbox.errors import FieldError
-from precedent.sandbox.schema import Schema
-from precedent.sandbox.table import NAME_COLUMN, Column, age, printer_columns
+from precedent_sandbox.cel import attach_rules
+from precedent_sandbox.errors import FieldError
+from precedent_sandbox.schema import Schema
+from precedent_sandbox.table import NAME_COLUMN, Column, age, printer_columns
 
 __all__ = ["BUILTINS", "ResourceType", "crd_problems", "resource_type_from_crd"]
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from precedent.sandbox.meta import human_duration, parse_time
+from precedent_sandbox.meta import human_duration, parse_time
 
 __all__ = [
     "Column",

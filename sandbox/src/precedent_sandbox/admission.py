@@ -1,0 +1,182 @@
+"""Admission: what a write must look like before the store commits it.
+
+Decoding the body against its resource type, pruning to ObjectMeta and the schema (unknown
+fields reported per ``fieldValidation``), the defaults set on create, and validation: object
+metadata, the CRD's ``openAPIV3Schema``, its CEL rules (transition rules see the old object),
+CRD acceptability, and delete preconditions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from precedent_sandbox import errors as api_errors
+from precedent_sandbox.cel import check_rules
+from precedent_sandbox.errors import FieldError
+from precedent_sandbox.meta import validate_metadata
+from precedent_sandbox.objects import Obj, Stored
+from precedent_sandbox.registry import ResourceType, crd_problems
+
+__all__ = [
+    "OBJECT_META_FIELDS",
+    "check_crd_update",
+    "check_preconditions",
+    "decode_body",
+    "defaults_on_create",
+    "field_validation",
+    "normalize",
+    "validate",
+]
+
+# ObjectMeta fields a client may send; anything else under metadata is pruned (and reported).
+OBJECT_META_FIELDS = frozenset(
+    {
+        "name",
+        "generateName",
+        "namespace",
+        "selfLink",
+        "uid",
+        "resourceVersion",
+        "generation",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "labels",
+        "annotations",
+        "ownerReferences",
+        "finalizers",
+        "managedFields",
+    }
+)
+
+
+def decode_body(rtype: ResourceType, body: Any) -> Obj:
+    """The body as an object of ``rtype`` (kind and apiVersion set); 400 if it cannot be."""
+    if not isinstance(body, dict):
+        raise api_errors.bad_request(
+            f"the body of the request could not be decoded as a {rtype.kind}"
+        )
+    kind = body.get("kind")
+    api_version = body.get("apiVersion")
+    if kind not in (None, "", rtype.kind):
+        raise api_errors.bad_request(
+            f"the API version in the data ({api_version}) does not match the expected API "
+            f"version ({rtype.api_version()})"
+            if api_version not in (None, "", rtype.api_version())
+            else f'{kind} in version "{rtype.version}" cannot be handled as a {rtype.kind}: '
+            "the kind does not match"
+        )
+    if api_version not in (None, "") and api_version not in [
+        rtype.api_version(v) for v in rtype.served_versions
+    ]:
+        raise api_errors.bad_request(
+            f"the API version in the data ({api_version}) does not match the expected API "
+            f"version ({rtype.api_version()})"
+        )
+    body["kind"] = rtype.kind
+    body["apiVersion"] = rtype.api_version()
+    meta = body.get("metadata")
+    if meta is None:
+        meta = body["metadata"] = {}
+    if not isinstance(meta, dict):
+        raise api_errors.bad_request("metadata must be an object")
+    return body
+
+
+def normalize(rtype: ResourceType, obj: Obj) -> list[str]:
+    """Prune metadata to ObjectMeta and the rest to the schema; return unknown paths."""
+    unknown: list[str] = []
+    meta = obj["metadata"]
+    for key in list(meta):
+        if key not in OBJECT_META_FIELDS:
+            del meta[key]
+            unknown.append(f"metadata.{key}")
+    if meta.get("managedFields") is not None:
+        meta.pop("managedFields")  # field management is not emulated
+    schema = rtype.schema
+    if schema is None:
+        return unknown
+    head = {k: obj.pop(k) for k in ("apiVersion", "kind", "metadata")}
+    schema.normalize(obj, "", unknown)
+    obj.update(head)
+    return unknown
+
+
+def field_validation(rtype: ResourceType, unknown: list[str], directive: str) -> tuple[str, ...]:
+    """Warnings for pruned fields, or 400 under ``fieldValidation=Strict``."""
+    if not unknown or directive == "Ignore":
+        return ()
+    if directive == "Strict":
+        listed = ", ".join(f'unknown field "{u}"' for u in unknown)
+        raise api_errors.bad_request(
+            f'{rtype.kind} in version "{rtype.version}" cannot be handled as a '
+            f"{rtype.kind}: strict decoding error: {listed}"
+        )
+    return tuple(f'unknown field "{u}"' for u in unknown)
+
+
+def validate(rtype: ResourceType, obj: Obj, old: Obj | None, name: str) -> None:
+    """Metadata, schema, CEL rules and CRD checks; 422 naming every invalid field."""
+    meta = obj["metadata"]
+    found = validate_metadata(meta, namespace_like=rtype.plural == "namespaces")
+    schema = rtype.schema
+    if schema is not None:
+        body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
+        schema_errors: list[FieldError] = []
+        schema.validate(body, "", schema_errors)
+        found.extend(schema_errors)
+        if not schema_errors and schema.has_rules:
+            previous = (
+                {k: v for k, v in old.items() if k not in ("apiVersion", "kind", "metadata")}
+                if old is not None
+                else None
+            )
+            check_rules(schema, body, previous, "", found)
+    if rtype.plural == "customresourcedefinitions":
+        found.extend(crd_problems(obj))
+    if found:
+        raise api_errors.invalid(rtype.kind, rtype.group, name or "", found)
+
+
+def defaults_on_create(rtype: ResourceType, obj: Obj) -> None:
+    """What the server fills in on create: namespace finalizer and phase, secret type."""
+    if rtype.plural == "namespaces":
+        obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
+        obj["status"] = {"phase": "Active"}
+        labels = obj["metadata"].setdefault("labels", {})
+        if isinstance(labels, dict):
+            labels["kubernetes.io/metadata.name"] = obj["metadata"].get("name", "")
+    elif rtype.plural == "secrets" and not obj.get("type"):
+        obj["type"] = "Opaque"
+
+
+def check_crd_update(obj: Obj, old: Obj) -> None:
+    """A CRD update may not change its scope."""
+    if obj["spec"].get("scope") != old["spec"].get("scope"):
+        raise api_errors.invalid(
+            "CustomResourceDefinition",
+            "apiextensions.k8s.io",
+            obj["metadata"]["name"],
+            [FieldError("invalid", "spec.scope", obj["spec"].get("scope"), "field is immutable")],
+        )
+
+
+def check_preconditions(rtype: ResourceType, current: Stored, options: Obj) -> None:
+    """DELETE ``preconditions``: 409 when the uid or resourceVersion differs."""
+    pre = options.get("preconditions") or {}
+    meta = current.obj["metadata"]
+    name = meta["name"]
+    if pre.get("uid") and pre["uid"] != meta.get("uid"):
+        raise api_errors.conflict(
+            rtype.qualified,
+            name,
+            f"Precondition failed: UID in precondition: {pre['uid']}, UID in object meta: "
+            f"{meta.get('uid')}",
+        )
+    if pre.get("resourceVersion") and str(pre["resourceVersion"]) != str(current.rv):
+        raise api_errors.conflict(
+            rtype.qualified,
+            name,
+            "Precondition failed: ResourceVersion in precondition: "
+            f"{pre['resourceVersion']}, ResourceVersion in object meta: {current.rv}",
+        )
