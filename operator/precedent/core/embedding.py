@@ -24,6 +24,7 @@ import numpy.typing as npt
 
 __all__ = [
     "STOPWORDS",
+    "Bm25",
     "FloatMatrix",
     "LexicalEmbedder",
     "TfidfEmbedder",
@@ -193,3 +194,52 @@ class TfidfEmbedder:
                 if col is not None:
                     out[row, col] = tf * self._idf[col]
         return l2_normalize(out)
+
+
+class Bm25:
+    """Okapi BM25 over word tokens, fitted on a corpus: the textbook baseline (k1 1.2, b 0.75).
+
+    ``score(query)`` is ``Σ idf(t) · tf · (k1 + 1) / (tf + k1 · (1 − b + b · len / avglen))``
+    over the query's distinct words, with ``idf(t) = ln(1 + (N − df + 0.5) / (df + 0.5))``.
+    It ranks; its scores are not on a 0–1 scale, so it has no calibration and no hybrid mode.
+    """
+
+    def __init__(self, corpus: Iterable[str], *, k1: float = 1.2, b: float = 0.75) -> None:
+        docs = [Counter(tokenize(t)) for t in corpus]
+        self._k1, self._b = k1, b
+        n = len(docs)
+        lengths = np.array([sum(d.values()) for d in docs], dtype=np.float64)
+        avg = float(lengths.mean()) if n and lengths.mean() > 0 else 1.0
+        self._norm = k1 * (1.0 - b + b * lengths / avg)
+        df: Counter[str] = Counter()
+        for d in docs:
+            df.update(d.keys())
+        self._idf = {w: math.log(1.0 + (n - c + 0.5) / (c + 0.5)) for w, c in df.items()}
+        # Postings: word → (document positions, term frequencies).
+        postings: dict[str, tuple[list[int], list[float]]] = {}
+        for pos, d in enumerate(docs):
+            for word, tf in d.items():
+                entry = postings.setdefault(word, ([], []))
+                entry[0].append(pos)
+                entry[1].append(float(tf))
+        self._postings = {
+            w: (np.array(p, dtype=np.int64), np.array(t, dtype=np.float64))
+            for w, (p, t) in postings.items()
+        }
+        self._size = n
+
+    @property
+    def name(self) -> str:
+        """``bm25``."""
+        return "bm25"
+
+    def score(self, query: str) -> npt.NDArray[np.float64]:
+        """One BM25 score per fitted document (0 where no query word occurs)."""
+        out = np.zeros(self._size, dtype=np.float64)
+        for word in set(tokenize(query)):
+            found = self._postings.get(word)
+            if found is None:
+                continue
+            pos, tf = found
+            out[pos] += self._idf[word] * tf * (self._k1 + 1.0) / (tf + self._norm[pos])
+        return out
