@@ -41,7 +41,7 @@ from precedent.core.evaluation import QueryOutcome
 from precedent.core.history import History
 from precedent.core.semantic import incident_text, reciprocal_rank_fusion
 from tests.conftest import MODEL_DIR, PARAPHRASE_HISTORY, PARAPHRASE_QUERIES
-from tests.eval.danluu import find_source, convert
+from tests.eval.danluu import convert, find_source
 
 EVAL_DIR = Path(__file__).resolve().parents[1] / "data" / "eval"
 BOOTSTRAP_SAMPLES = 1_000

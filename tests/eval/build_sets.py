@@ -43,7 +43,11 @@ def _query(fields: list[str], where: str) -> str | dict[str, Any]:
         return fields[1]
     if fields[0] == "R" and len(fields) == 5:
         action, kind, name, description = fields[1:]
-        return {"action": action, "target": {"kind": kind, "name": name}, "description": description}
+        return {
+            "action": action,
+            "target": {"kind": kind, "name": name},
+            "description": description,
+        }
     raise SystemExit(f"{where}: expected 'T | text' or 'R | action | kind | name | description'")
 
 

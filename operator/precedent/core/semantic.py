@@ -61,7 +61,7 @@ class SemanticCalibration:
 
 # Keyed by embedder family (the part of the name before the first '-').
 DEFAULT_CALIBRATIONS: Mapping[str, SemanticCalibration] = {
-    "lexical": SemanticCalibration(floor=0.15, ceiling=0.55),
+    "lexical": SemanticCalibration(floor=0.10, ceiling=0.55),
     "tfidf": SemanticCalibration(floor=0.15, ceiling=0.55),
     "onnx": SemanticCalibration(floor=0.25, ceiling=0.75),
     "http": SemanticCalibration(floor=0.25, ceiling=0.75),
