@@ -151,7 +151,11 @@ class VectorNeighbours:
         ):
             vector = embedder.embed_queries([text], self.frequencies)
         else:
-            vector = self.embedder.embed([text])
+            vector = (
+                embedder.embed_documents([text])
+                if isinstance(embedder, LexicalEmbedder)
+                else embedder.embed([text])
+            )
         return self.index.search(vector[0], k, domain=domain)
 
     def neighbours(self, action: ProposedAction, history: History, k: int) -> Mapping[int, float]:

@@ -179,13 +179,13 @@ class LexicalEmbedder:
         signs = np.where(hashes & 0x80000000, -1.0, 1.0)
         np.add.at(out, hashes % self._dimension, signs * weights)
 
-    def _features(self, text: str) -> tuple[Counter[str], Counter[str]]:
+    def _features(self, text: str, vocabulary: bool = True) -> tuple[Counter[str], Counter[str]]:
         words = tokenize(text)
         word_feats: Counter[str] = Counter(words)
         if self._bigram_weight > 0:
             for a, b in itertools.pairwise(words):
                 word_feats[f"{a} {b}"] += 1
-        if self._vocabulary:
+        if vocabulary and self._vocabulary:
             word_feats.update(concepts(text))
         lo, hi = self._ngrams
         chars: Counter[str] = Counter()
@@ -205,9 +205,9 @@ class LexicalEmbedder:
         return np.unique(hashes & frequencies.mask)
 
     def _embed_one(
-        self, text: str, frequencies: DocumentFrequencies | None
+        self, text: str, frequencies: DocumentFrequencies | None, vocabulary: bool = True
     ) -> npt.NDArray[np.float32]:
-        word_feats, chars = self._features(text)
+        word_feats, chars = self._features(text, vocabulary)
         words = np.zeros(self._dimension, dtype=np.float64)
         grams = np.zeros(self._dimension, dtype=np.float64)
         self._block(word_feats, words, frequencies)
@@ -224,11 +224,19 @@ class LexicalEmbedder:
         return vec.astype(np.float32)
 
     def embed_one(self, text: str) -> npt.NDArray[np.float32]:
-        """One text's unit vector (all zeros for a text with no words)."""
-        return self._embed_one(text, None)
+        """One text's unit vector without concept features (all zeros for no words)."""
+        return self._embed_one(text, None, vocabulary=False)
 
     def embed(self, texts: Sequence[str]) -> FloatMatrix:
-        """Unit vectors, one row per text."""
+        """Unit vectors without concept features, one row per text (the playbook catalog's
+        comparison, whose calibration was measured without them)."""
+        out = np.zeros((len(texts), self._dimension), dtype=np.float32)
+        for i, text in enumerate(texts):
+            out[i] = self._embed_one(text, None, vocabulary=False)
+        return out
+
+    def embed_documents(self, texts: Sequence[str]) -> FloatMatrix:
+        """Incident unit vectors with concept features; they depend on the text alone."""
         out = np.zeros((len(texts), self._dimension), dtype=np.float32)
         for i, text in enumerate(texts):
             out[i] = self._embed_one(text, None)
