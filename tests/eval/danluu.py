@@ -14,9 +14,15 @@ import json
 import sys
 from pathlib import Path
 
-DEFAULT_SOURCE = (
-    Path(__file__).resolve().parents[3] / "shared" / "eval" / "danluu-postmortems.jsonl"
-)
+_NAME = Path("shared") / "eval" / "danluu-postmortems.jsonl"
+# Beside the repository checkout, or one level further up for a checkout inside a work tree.
+CANDIDATES = tuple(Path(__file__).resolve().parents[n] / _NAME for n in (3, 4))
+DEFAULT_SOURCE = CANDIDATES[0]
+
+
+def find_source() -> Path | None:
+    """The post-mortem list, if it is in one of the usual places."""
+    return next((p for p in CANDIDATES if p.is_file()), None)
 
 
 def convert(source: Path, out: Path) -> tuple[Path, Path]:
@@ -39,7 +45,7 @@ def convert(source: Path, out: Path) -> tuple[Path, Path]:
 
 
 if __name__ == "__main__":
-    src = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_SOURCE
+    src = Path(sys.argv[1]) if len(sys.argv) > 1 else (find_source() or DEFAULT_SOURCE)
     dst = Path(sys.argv[2]) if len(sys.argv) > 2 else Path(".cache/danluu")
     for path in convert(src, dst):
         print(path)

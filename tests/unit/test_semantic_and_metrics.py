@@ -25,7 +25,7 @@ def test_calibration_maps_floor_to_zero_and_ceiling_to_one() -> None:
 
 
 def test_calibration_defaults_per_family_and_overrides() -> None:
-    assert calibration_for("lexical-512") == SemanticCalibration(0.15, 0.55)
+    assert calibration_for("lexical-512") == SemanticCalibration(0.10, 0.55)
     assert calibration_for("onnx-minilm").floor == 0.25
     assert calibration_for("lexical-512", floor=0.1).floor == 0.1
 

@@ -4,6 +4,12 @@
 incident id and stores a fingerprint of each incident's embedded text, so ``sync(history)``
 embeds only incidents that are new or changed and removes the ones that are gone; a saved
 index (``index_dir``) is reloaded on start without re-embedding anything that did not change.
+
+For an embedder that weights queries by the history's idf (``LexicalEmbedder.embed_queries``)
+it also keeps the history's document frequencies: added incidents are counted one by one;
+when an incident is removed or changed (rare: the operator mostly adds) or the index was
+loaded from disk, the table is recounted from the history. Stored vectors never depend on the
+table, so it changes only how a request is weighted.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from precedent.adapters.faiss_index import FaissIncidentIndex
+from precedent.core.embedding import DocumentFrequencies, LexicalEmbedder
 from precedent.core.history import History
 from precedent.core.normalize import ProposedAction
 from precedent.core.ports import Embedder, IndexStats
@@ -29,6 +36,10 @@ from precedent.errors import DependencyError
 from precedent.models import Incident
 
 __all__ = ["SyncReport", "VectorNeighbours"]
+
+# Bumped whenever what an embedder sees of an incident changes (v2: the concept vocabulary),
+# so that a saved index is re-embedded instead of mixing two versions' vectors.
+_TEXT_VERSION = "2"
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +84,10 @@ class VectorNeighbours:
                 f"dimension {embedder.dimension}"
             )
         self._synced: str | None = None
+        # Only embedders that can weight a query by idf need the table.
+        self.frequencies: DocumentFrequencies | None = (
+            DocumentFrequencies() if isinstance(embedder, LexicalEmbedder) else None
+        )
 
     @property
     def name(self) -> str:
@@ -80,7 +95,9 @@ class VectorNeighbours:
         return self.embedder.name
 
     def _fingerprint(self, incident: Incident) -> str:
-        digest = hashlib.sha256(f"{self.embedder.name}\0{self.title_weight}\0".encode())
+        digest = hashlib.sha256(
+            f"{self.embedder.name}\0{self.title_weight}\0{_TEXT_VERSION}\0".encode()
+        )
         digest.update(incident.title.encode())
         digest.update(b"\0")
         digest.update(incident_text(incident).encode())
@@ -98,6 +115,7 @@ class VectorNeighbours:
             for incident in history.incidents
             if self.index.fingerprint(incident.id) != self._fingerprint(incident)
         ]
+        self._count(history, todo, recount=removed > 0 or any(i.id in self.index for i in todo))
         for start in range(0, len(todo), self.batch_size):
             batch = todo[start : start + self.batch_size]
             vectors = embed_incidents(self.embedder, batch, self.title_weight)
@@ -112,9 +130,32 @@ class VectorNeighbours:
             self.index.save(self.index_dir)
         return SyncReport(embedded=len(todo), removed=removed, kept=len(wanted) - len(todo))
 
+    def _count(self, history: History, todo: list[Incident], *, recount: bool) -> None:
+        frequencies, embedder = self.frequencies, self.embedder
+        if frequencies is None or not isinstance(embedder, LexicalEmbedder):
+            return
+        # Everything not in ``todo`` must already be counted, else the table is rebuilt.
+        if recount or frequencies.documents != len(history) - len(todo):
+            frequencies.clear()
+            todo = list(history.incidents)
+        for incident in todo:
+            frequencies.add(embedder.feature_keys(incident_text(incident), frequencies))
+
     def cosines(self, text: str, k: int, *, domain: str | None = None) -> list[tuple[str, float]]:
         """Up to ``k`` ``(incident id, cosine)`` pairs for a text, best first."""
-        vector = self.embedder.embed([text])
+        embedder = self.embedder
+        if (
+            isinstance(embedder, LexicalEmbedder)
+            and self.frequencies is not None
+            and self.frequencies.documents
+        ):
+            vector = embedder.embed_queries([text], self.frequencies)
+        else:
+            vector = (
+                embedder.embed_documents([text])
+                if isinstance(embedder, LexicalEmbedder)
+                else embedder.embed([text])
+            )
         return self.index.search(vector[0], k, domain=domain)
 
     def neighbours(self, action: ProposedAction, history: History, k: int) -> Mapping[int, float]:

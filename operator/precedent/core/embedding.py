@@ -22,8 +22,12 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from precedent.core.vocabulary import concepts
+
 __all__ = [
     "STOPWORDS",
+    "Bm25",
+    "DocumentFrequencies",
     "FloatMatrix",
     "LexicalEmbedder",
     "TfidfEmbedder",
@@ -59,9 +63,64 @@ def l2_normalize(matrix: FloatMatrix) -> FloatMatrix:
     return out
 
 
+class DocumentFrequencies:
+    """How many history documents contain each (hashed) feature: the idf that weights a query.
+
+    Features are hashed into ``2**20`` counters (4 MiB), so the table's size does not grow
+    with the history and collisions between real features are rare. ``add`` and ``remove``
+    take one document's distinct feature keys, so keeping the table in step with a history
+    that grows one incident at a time costs one document's features per incident.
+    """
+
+    def __init__(self, buckets: int = 1 << 20) -> None:
+        self.counts = np.zeros(buckets, dtype=np.int32)
+        self.documents = 0
+        self._mask = buckets - 1
+        if buckets & self._mask:
+            raise ValueError("buckets must be a power of two")
+
+    @property
+    def mask(self) -> int:
+        """Bit mask turning a 32-bit feature hash into a counter index."""
+        return self._mask
+
+    def add(self, keys: npt.NDArray[np.int64]) -> None:
+        """Count one document with these distinct feature keys."""
+        self.counts[keys] += 1
+        self.documents += 1
+
+    def remove(self, keys: npt.NDArray[np.int64]) -> None:
+        """Forget one document counted with ``add``."""
+        self.counts[keys] -= 1
+        self.documents -= 1
+
+    def clear(self) -> None:
+        """Forget every document."""
+        self.counts[:] = 0
+        self.documents = 0
+
+    def idf(self, keys: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        """BM25's ``ln(1 + (N − df + 0.5) / (df + 0.5))``; 0 for features no document has.
+
+        A feature the history never saw cannot match an incident; giving it weight would only
+        amplify the hash collisions it lands on.
+        """
+        df = self.counts[keys].astype(np.float64)
+        n = float(self.documents)
+        out = np.log1p((n - df + 0.5) / (df + 0.5))
+        out[df <= 0] = 0.0
+        return out
+
+
 class LexicalEmbedder:
-    """Hashed word and character n-grams with sublinear tf, L2-normalised; offline and fitted on
-    nothing."""
+    """Hashed word, character and concept n-grams with sublinear tf, L2-normalised; offline.
+
+    Documents (incidents) are embedded with ``embed`` and depend on nothing but their text, so
+    a stored vector never goes stale. Queries can be embedded with ``embed_queries``, which
+    multiplies each query feature by its idf in the history (``DocumentFrequencies``): words
+    that every incident shares stop carrying a short request's similarity (the "lnc.ltc"
+    weighting of classic vector-space retrieval).
+    """
 
     def __init__(
         self,
@@ -70,6 +129,7 @@ class LexicalEmbedder:
         char_ngrams: tuple[int, int] = (4, 6),
         word_weight: float = 0.5,
         bigram_weight: float = 0.5,
+        vocabulary: bool = True,
     ) -> None:
         if dimension < 16:
             raise ValueError("dimension must be at least 16")
@@ -80,8 +140,9 @@ class LexicalEmbedder:
         self._ngrams = (lo, hi)
         self._word_weight = word_weight
         self._bigram_weight = bigram_weight
-        # Token → signed bucket; the history's vocabulary is small, so this cache stays small.
-        self._buckets: dict[str, int] = {}
+        self._vocabulary = vocabulary
+        # Token → crc32; the history's vocabulary is small, so this cache stays small.
+        self._hashes: dict[str, int] = {}
 
     @property
     def name(self) -> str:
@@ -93,33 +154,39 @@ class LexicalEmbedder:
         """Vector length."""
         return self._dimension
 
-    def _bucket(self, token: str) -> int:
-        # crc32 is stable across processes (str.__hash__ is salted); the top bit gives the sign.
-        found = self._buckets.get(token)
+    def _hash(self, token: str) -> int:
+        # crc32 is stable across processes (str.__hash__ is salted).
+        found = self._hashes.get(token)
         if found is None:
-            h = zlib.crc32(token.encode())
-            found = (h % self._dimension) + 1
-            if h & 0x80000000:
-                found = -found
-            if len(self._buckets) < 1_000_000:
-                self._buckets[token] = found
+            found = zlib.crc32(token.encode())
+            if len(self._hashes) < 1_000_000:
+                self._hashes[token] = found
         return found
 
-    def _block(self, counts: Counter[str], out: npt.NDArray[np.float64]) -> None:
-        for token, tf in counts.items():
-            b = self._bucket(token)
-            weight = 1.0 + math.log(tf)
-            if b > 0:
-                out[b - 1] += weight
-            else:
-                out[-b - 1] -= weight
+    def _block(
+        self,
+        counts: Counter[str],
+        out: npt.NDArray[np.float64],
+        frequencies: DocumentFrequencies | None,
+    ) -> None:
+        if not counts:
+            return
+        hashes = np.fromiter((self._hash(t) for t in counts), dtype=np.int64, count=len(counts))
+        weights = 1.0 + np.log(np.fromiter(counts.values(), dtype=np.float64, count=len(counts)))
+        if frequencies is not None:
+            weights *= frequencies.idf(hashes & frequencies.mask)
+        # The top bit of the hash gives the sign, so colliding features tend to cancel.
+        signs = np.where(hashes & 0x80000000, -1.0, 1.0)
+        np.add.at(out, hashes % self._dimension, signs * weights)
 
-    def _features(self, text: str) -> tuple[Counter[str], Counter[str]]:
+    def _features(self, text: str, vocabulary: bool = True) -> tuple[Counter[str], Counter[str]]:
         words = tokenize(text)
         word_feats: Counter[str] = Counter(words)
         if self._bigram_weight > 0:
             for a, b in itertools.pairwise(words):
                 word_feats[f"{a} {b}"] += 1
+        if vocabulary and self._vocabulary:
+            word_feats.update(concepts(text))
         lo, hi = self._ngrams
         chars: Counter[str] = Counter()
         for word in words:
@@ -130,13 +197,21 @@ class LexicalEmbedder:
                     chars[padded[i : i + n]] += 1
         return word_feats, chars
 
-    def embed_one(self, text: str) -> npt.NDArray[np.float32]:
-        """One text's unit vector (all zeros for a text with no words)."""
+    def feature_keys(self, text: str, frequencies: DocumentFrequencies) -> npt.NDArray[np.int64]:
+        """The distinct counter indices of ``text``'s features, for ``DocumentFrequencies``."""
         word_feats, chars = self._features(text)
+        tokens = [*word_feats, *chars]
+        hashes = np.fromiter((self._hash(t) for t in tokens), dtype=np.int64, count=len(tokens))
+        return np.unique(hashes & frequencies.mask)
+
+    def _embed_one(
+        self, text: str, frequencies: DocumentFrequencies | None, vocabulary: bool = True
+    ) -> npt.NDArray[np.float32]:
+        word_feats, chars = self._features(text, vocabulary)
         words = np.zeros(self._dimension, dtype=np.float64)
         grams = np.zeros(self._dimension, dtype=np.float64)
-        self._block(word_feats, words)
-        self._block(chars, grams)
+        self._block(word_feats, words, frequencies)
+        self._block(chars, grams, frequencies)
         wn, gn = np.linalg.norm(words), np.linalg.norm(grams)
         vec = np.zeros(self._dimension, dtype=np.float64)
         if wn > 0:
@@ -148,11 +223,30 @@ class LexicalEmbedder:
             vec /= norm
         return vec.astype(np.float32)
 
+    def embed_one(self, text: str) -> npt.NDArray[np.float32]:
+        """One text's unit vector without concept features (all zeros for no words)."""
+        return self._embed_one(text, None, vocabulary=False)
+
     def embed(self, texts: Sequence[str]) -> FloatMatrix:
-        """Unit vectors, one row per text."""
+        """Unit vectors without concept features, one row per text (the playbook catalog's
+        comparison, whose calibration was measured without them)."""
         out = np.zeros((len(texts), self._dimension), dtype=np.float32)
         for i, text in enumerate(texts):
-            out[i] = self.embed_one(text)
+            out[i] = self._embed_one(text, None, vocabulary=False)
+        return out
+
+    def embed_documents(self, texts: Sequence[str]) -> FloatMatrix:
+        """Incident unit vectors with concept features; they depend on the text alone."""
+        out = np.zeros((len(texts), self._dimension), dtype=np.float32)
+        for i, text in enumerate(texts):
+            out[i] = self._embed_one(text, None)
+        return out
+
+    def embed_queries(self, texts: Sequence[str], frequencies: DocumentFrequencies) -> FloatMatrix:
+        """Query unit vectors whose features are weighted by their idf in ``frequencies``."""
+        out = np.zeros((len(texts), self._dimension), dtype=np.float32)
+        for i, text in enumerate(texts):
+            out[i] = self._embed_one(text, frequencies)
         return out
 
 
@@ -193,3 +287,52 @@ class TfidfEmbedder:
                 if col is not None:
                     out[row, col] = tf * self._idf[col]
         return l2_normalize(out)
+
+
+class Bm25:
+    """Okapi BM25 over word tokens, fitted on a corpus: the textbook baseline (k1 1.2, b 0.75).
+
+    ``score(query)`` is ``Σ idf(t) · tf · (k1 + 1) / (tf + k1 · (1 − b + b · len / avglen))``
+    over the query's distinct words, with ``idf(t) = ln(1 + (N − df + 0.5) / (df + 0.5))``.
+    It ranks; its scores are not on a 0–1 scale, so it has no calibration and no hybrid mode.
+    """
+
+    def __init__(self, corpus: Iterable[str], *, k1: float = 1.2, b: float = 0.75) -> None:
+        docs = [Counter(tokenize(t)) for t in corpus]
+        self._k1, self._b = k1, b
+        n = len(docs)
+        lengths = np.array([sum(d.values()) for d in docs], dtype=np.float64)
+        avg = float(lengths.mean()) if n and lengths.mean() > 0 else 1.0
+        self._norm = k1 * (1.0 - b + b * lengths / avg)
+        df: Counter[str] = Counter()
+        for d in docs:
+            df.update(d.keys())
+        self._idf = {w: math.log(1.0 + (n - c + 0.5) / (c + 0.5)) for w, c in df.items()}
+        # Postings: word → (document positions, term frequencies).
+        postings: dict[str, tuple[list[int], list[float]]] = {}
+        for pos, d in enumerate(docs):
+            for word, tf in d.items():
+                entry = postings.setdefault(word, ([], []))
+                entry[0].append(pos)
+                entry[1].append(float(tf))
+        self._postings = {
+            w: (np.array(p, dtype=np.int64), np.array(t, dtype=np.float64))
+            for w, (p, t) in postings.items()
+        }
+        self._size = n
+
+    @property
+    def name(self) -> str:
+        """``bm25``."""
+        return "bm25"
+
+    def score(self, query: str) -> npt.NDArray[np.float64]:
+        """One BM25 score per fitted document (0 where no query word occurs)."""
+        out = np.zeros(self._size, dtype=np.float64)
+        for word in set(tokenize(query)):
+            found = self._postings.get(word)
+            if found is None:
+                continue
+            pos, tf = found
+            out[pos] += self._idf[word] * tf * (self._k1 + 1.0) / (tf + self._norm[pos])
+        return out

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from precedent.core.embedding import l2_normalize
+from precedent.core.embedding import LexicalEmbedder, l2_normalize
 from precedent.core.normalize import ProposedAction
 from precedent.core.ports import Embedder
 from precedent.models import Incident
@@ -61,7 +61,7 @@ class SemanticCalibration:
 
 # Keyed by embedder family (the part of the name before the first '-').
 DEFAULT_CALIBRATIONS: Mapping[str, SemanticCalibration] = {
-    "lexical": SemanticCalibration(floor=0.15, ceiling=0.55),
+    "lexical": SemanticCalibration(floor=0.10, ceiling=0.55),
     "tfidf": SemanticCalibration(floor=0.15, ceiling=0.55),
     "onnx": SemanticCalibration(floor=0.25, ceiling=0.75),
     "http": SemanticCalibration(floor=0.25, ceiling=0.75),
@@ -115,10 +115,12 @@ def embed_incidents(
     embedder: Embedder, incidents: Sequence[Incident], title_weight: float = TITLE_WEIGHT
 ) -> npt.NDArray[np.float32]:
     """Unit vectors ``normalise(w · embed(title) + (1 − w) · embed(incident_text))``."""
-    full = embedder.embed([incident_text(i) for i in incidents])
+    # The lexical embedder adds its action vocabulary only on the incident/request side.
+    embed = embedder.embed_documents if isinstance(embedder, LexicalEmbedder) else embedder.embed
+    full = embed([incident_text(i) for i in incidents])
     if title_weight <= 0 or not incidents:
         return full
-    titles = embedder.embed([i.title for i in incidents])
+    titles = embed([i.title for i in incidents])
     return l2_normalize(title_weight * titles + (1.0 - title_weight) * full)
 
 

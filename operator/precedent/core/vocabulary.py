@@ -1,0 +1,147 @@
+"""Operations vocabulary: the many ways people name the same change, folded to one concept.
+
+"lower the replica count", "scale in" and ``reduce_replicas`` name one action; so do "bounce
+the pods", "recycle" and "rolling restart". Word and character n-grams cannot see that, so the
+lexical embedder adds one concept feature (``~scale-down``) for every phrase of a concept found
+in a text, on the incident side and the request side alike. The phrases are the action verbs
+and nouns of Kubernetes change requests and post-mortems; they are patterns over lower-case
+words (``\\w*`` allows inflections: "scaled", "scaling"), at most a few words apart.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+__all__ = ["CONCEPTS", "concepts"]
+
+_GAP = r"(?:\s+\w+){0,3}?\s+"  # up to three words between a verb and its object
+
+_PHRASES: Mapping[str, tuple[str, ...]] = {
+    "scale-down": (
+        rf"scal\w*{_GAP}(?:down|in)\b",
+        r"scale[\s_-]?(?:down|in)\b",
+        r"downscal\w*",
+        rf"(?:reduc|lower|cut|shrink|trim|decreas|remov)\w*{_GAP}(?:replica|pod|node|instance|broker|consumer)s?\b",
+        r"fewer\s+(?:replica|pod|node|instance)s?\b",
+        r"(?:shrink|shrank|shrunk)\w*",
+        r"scale\w*\s+to\s+(?:zero|0|1|one)\b",
+    ),
+    "scale-up": (
+        rf"scal\w*{_GAP}(?:up|out)\b",
+        r"scale[\s_-]?(?:up|out)\b",
+        r"upscal\w*|upsiz\w*",
+        rf"(?:increas|rais|add|grow)\w*{_GAP}(?:replica|pod|node|instance)s?\b",
+        r"more\s+(?:replica|pod|node|instance)s?\b",
+        r"resiz\w*",
+    ),
+    "restart": (
+        r"restart\w*",
+        r"reboot\w*",
+        r"bounc\w*",
+        r"recycl\w*",
+        r"\bcycl(?:e|ed|ing)\b",
+        r"\broll(?:ed|ing)?\s+(?:the\s+)?(?:pods?|brokers?|nodes?|restart)\b",
+        r"kill\w*\s+(?:the\s+)?pods?",
+    ),
+    "rollback": (
+        r"roll\w*\s*back\w*",
+        r"rollback\w*",
+        r"revert\w*",
+        r"\bundo\w*|\bundid\b|\bundone\b",
+        r"previous\s+(?:version|revision|release)",
+    ),
+    "rollout": (
+        r"roll\w*\s*out\w*",
+        r"rollout\w*",
+        r"deploy(?:ed|ing|s|ment\s+of)?\b",
+        r"releas\w*",
+        r"canary\w*",
+        r"\bship\w*",
+    ),
+    "delete": (
+        r"delet\w*",
+        r"remov\w*",
+        r"clean\w*\s*up\w*|cleanup\w*",
+        r"uninstall\w*",
+        r"prun\w*",
+        r"destroy\w*",
+    ),
+    "drain": (
+        r"drain\w*",
+        r"cordon\w*",
+        r"evacuat\w*",
+        r"evict\w*",
+        r"maintenance",
+    ),
+    "certificate": (
+        r"certificat\w*",
+        r"\bcerts?\b",
+        r"\btls\b|\bssl\b|\bx509\b",
+        r"\bca\s*bundle\b|\bcabundle\b",
+        r"truststore\w*",
+    ),
+    "credential-rotation": (
+        r"rotat\w*",
+        r"passwords?",
+        r"credentials?",
+        r"api\s+keys?",
+        r"signing\s+keys?",
+    ),
+    "config-change": (
+        r"config\w*",
+        r"settings?",
+        r"feature\s+flags?|\bflags?\b",
+        r"env\w*\s+var\w*|environment",
+        r"annotation\w*",
+    ),
+    "failover": (
+        r"fail\w*\s*over\w*",
+        r"switchover\w*",
+        r"promot\w*",
+        r"primary|replica\s+lag\w*",
+    ),
+    "dns": (
+        r"\bdns\b",
+        r"coredns|kube-dns",
+        r"resolv\w*",
+        r"nxdomain|servfail",
+    ),
+    "firewall": (
+        r"firewall\w*",
+        r"\bnsg\b|security\s+groups?",
+        r"network\s*polic\w*|netpol\w*",
+        r"deny\s+rules?|block\s+rules?",
+        r"egress|ingress\s+rules?",
+    ),
+    "resource-limits": (
+        r"limits?\b",
+        r"requests?\s+(?:for\s+)?(?:cpu|memory)",
+        r"(?:cpu|memory)\s+(?:limit|request)s?",
+        r"throttl\w*",
+        r"oom\w*|out\s+of\s+memory",
+    ),
+    "upgrade": (
+        r"upgrad\w*",
+        r"node\s+image",
+        r"new\s+image",
+        r"surge",
+    ),
+}
+
+CONCEPTS: Mapping[str, re.Pattern[str]] = {
+    name: re.compile("|".join(f"(?:{p})" for p in patterns)) for name, patterns in _PHRASES.items()
+}
+"""Concept name → one compiled pattern over lower-case text."""
+
+_SEPARATORS = re.compile(r"[^a-z0-9]+")
+
+
+def concepts(text: str) -> list[str]:
+    """Concept features of ``text``: ``~name`` once per phrase occurrence, in concept order."""
+    flat = _SEPARATORS.sub(" ", text.lower())
+    found: list[str] = []
+    for name, pattern in CONCEPTS.items():
+        hits = len(pattern.findall(flat))
+        found.extend([f"~{name}"] * hits)
+    return found

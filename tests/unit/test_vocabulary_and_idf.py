@@ -1,0 +1,141 @@
+"""The default embedder's action vocabulary and history-fitted query weighting: seed 000's
+paraphrase with a different action, concept folding, and the document-frequency table kept in
+step with a history that grows, shrinks and changes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from precedent.adapters.loader import load_incidents
+from precedent.adapters.vector_neighbours import VectorNeighbours
+from precedent.core.assess import Assessor
+from precedent.core.embedding import Bm25, DocumentFrequencies, LexicalEmbedder
+from precedent.core.history import History
+from precedent.core.normalize import normalize_request
+from precedent.core.semantic import incident_text
+from precedent.core.vocabulary import concepts
+from precedent.models import RemediationRequestSpec
+from tests.conftest import SEED_INCIDENTS
+
+
+def _spec(action: str, kind: str, name: str, description: str) -> RemediationRequestSpec:
+    return RemediationRequestSpec.model_validate(
+        {"action": action, "target": {"kind": kind, "name": name}, "description": description}
+    )
+
+
+@pytest.mark.parametrize(
+    "description",
+    [
+        "lower the replica count of the orders Deployment",
+        "scaling down the order-processing service",
+    ],
+)
+def test_reduce_replicas_paraphrase_finds_the_premature_scale_down_first(description: str) -> None:
+    """Seed 000's upgrade case with another action name: ``reduce_replicas`` on a Deployment
+    must still count "Premature scale-down of the payment API" (≥ 0.30) and list it first
+    among the seed's incidents (the rules see neither the action nor the resource)."""
+    spec = _spec("reduce_replicas", "Deployment", "order-processing", description)
+    history = History(load_incidents([SEED_INCIDENTS]))
+    result = Assessor(history, mode="hybrid", semantic=VectorNeighbours(LexicalEmbedder())).assess(
+        spec
+    )
+    top = result.similar_incidents[0]
+    assert top.id == "INC-2025-1089"
+    assert top.parts.rule == 0.0
+    assert top.parts.semantic >= 0.30
+    assert top.parts.counted == "semantic"
+
+
+@pytest.mark.parametrize(
+    ("text", "concept"),
+    [
+        ("lower the replica count", "~scale-down"),
+        ("reduce_replicas", "~scale-down"),
+        ("scale in the workers", "~scale-down"),
+        ("Premature scale-down of the payment API", "~scale-down"),
+        ("bounce the pods", "~restart"),
+        ("recycle pgbouncer", "~restart"),
+        ("revert order-processing", "~rollback"),
+        ("kubectl rollout undo search-api", "~rollback"),
+        ("upsize the web tier VM", "~scale-up"),
+    ],
+)
+def test_synonyms_fold_to_one_concept(text: str, concept: str) -> None:
+    """Other verbs and nouns for the same action give the same concept feature."""
+    assert concept in concepts(text)
+
+
+def test_unrelated_text_has_no_action_concept() -> None:
+    """A phrase with none of the vocabulary's verbs adds nothing."""
+    assert concepts("checkout latency rose to two seconds") == []
+
+
+def test_query_idf_discounts_words_every_incident_shares() -> None:
+    """A word in every document gets idf near 0; a word in one document a high idf; an
+    unseen word 0 (it can only match hash collisions)."""
+    embedder = LexicalEmbedder(64)
+    frequencies = DocumentFrequencies(1 << 12)
+    for text in ["pod restart failed", "pod evicted", "pod oomkilled"]:
+        frequencies.add(embedder.feature_keys(text, frequencies))
+    keys = embedder.feature_keys("pod", frequencies)
+    word = np.array([hash_key(embedder, "pod", frequencies)])
+    rare = np.array([hash_key(embedder, "evicted", frequencies)])
+    unseen = np.array([hash_key(embedder, "zebra", frequencies)])
+    assert frequencies.idf(word)[0] < 0.2 < frequencies.idf(rare)[0]
+    assert frequencies.idf(unseen)[0] == 0.0
+    assert len(keys) > 1  # the word and its character n-grams
+
+
+def hash_key(embedder: LexicalEmbedder, token: str, frequencies: DocumentFrequencies) -> int:
+    """The counter index of one word feature."""
+    import zlib
+
+    return zlib.crc32(token.encode()) & frequencies.mask
+
+
+def _table(history: History) -> np.ndarray:
+    embedder = LexicalEmbedder()
+    fresh = DocumentFrequencies()
+    for incident in history:
+        fresh.add(embedder.feature_keys(incident_text(incident), fresh))
+    return fresh.counts.copy()
+
+
+def test_frequencies_follow_additions_removals_and_changes(seed_history: History) -> None:
+    """After each sync the table equals one counted from scratch on the current history."""
+    incidents = list(seed_history)
+    neighbours = VectorNeighbours(LexicalEmbedder())
+    steps = [
+        History(incidents[:5]),
+        History(incidents[:9]),  # additions: counted one by one
+        History(incidents[2:9]),  # removals: recounted
+        History([incidents[2].model_copy(update={"title": "Changed title"}), *incidents[3:9]]),
+    ]
+    for history in steps:
+        neighbours.sync(history)
+        assert neighbours.frequencies is not None
+        assert neighbours.frequencies.documents == len(history)
+        assert np.array_equal(neighbours.frequencies.counts, _table(history))
+
+
+def test_incident_vectors_do_not_depend_on_the_history(seed_history: History) -> None:
+    """Only the query is weighted: an incident's stored vector is the same in any history."""
+    incidents = list(seed_history)
+    small, large = VectorNeighbours(LexicalEmbedder()), VectorNeighbours(LexicalEmbedder())
+    small.sync(History(incidents[:3]))
+    large.sync(History(incidents))
+    query = normalize_request(_spec("restart", "Deployment", "x", "restart the payment api"))
+    assert small.neighbours(query, History(incidents[:3]), 3)  # it does find something
+    a = dict(small.index.search(LexicalEmbedder().embed([incidents[0].title])[0], 3))
+    b = dict(large.index.search(LexicalEmbedder().embed([incidents[0].title])[0], 50))
+    assert a[incidents[0].id] == pytest.approx(b[incidents[0].id], abs=1e-6)
+
+
+def test_bm25_ranks_the_document_with_the_rare_word_first() -> None:
+    """Textbook BM25: the rarer shared word outweighs the common one."""
+    bm25 = Bm25(["pod restart", "pod restart loop", "pod evicted under disk pressure"])
+    scores = bm25.score("pod evicted")
+    assert int(np.argmax(scores)) == 2
+    assert bm25.score("unknown words")[0] == 0.0
