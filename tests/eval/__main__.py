@@ -12,7 +12,8 @@ embedder: hashed word and character n-grams, action vocabulary, query-side idf f
 history); tfidf (plain word TF-IDF fitted on the history, a baseline); bm25 (Okapi BM25 fitted
 on the history, k1 1.2, b 0.75, a baseline; ranking only, so semantic mode only); onnx
 (all-MiniLM-L6-v2, when `make model-files` has run); rrf(lexical, onnx) (reciprocal-rank
-fusion, semantic ranking only). Each embedder row is what `precedent eval --history H
+fusion, semantic ranking only). Each embedder row ranks with the operator's own code (the
+assessment service that fills ``similarIncidents``): it is what `precedent eval --history H
 --queries Q --embedder E --mode M` prints.
 
 Intervals: the queries are resampled with replacement 1,000 times (seed 0) and the 2.5th and
@@ -28,18 +29,16 @@ from pathlib import Path
 
 import numpy as np
 
-from precedent.adapters.evaluation import (
-    EvalQuery,
-    load_history_jsonl,
-    load_queries_jsonl,
-    rank_for_query,
-)
+from precedent.adapters.evaluation import EvalQuery, load_history_jsonl, load_queries_jsonl
 from precedent.adapters.model_files import verify_model_files
-from precedent.adapters.vector_neighbours import VectorNeighbours
-from precedent.core.embedding import Bm25, LexicalEmbedder, TfidfEmbedder
+from precedent.core.embedding import Bm25
 from precedent.core.evaluation import QueryOutcome
 from precedent.core.history import History
 from precedent.core.semantic import incident_text, reciprocal_rank_fusion
+from precedent.services import AssessmentService
+from precedent.services.evaluation import rank_for_query
+from precedent.settings import Settings
+from precedent.wiring import build_service
 from tests.conftest import MODEL_DIR, PARAPHRASE_HISTORY, PARAPHRASE_QUERIES
 from tests.eval.danluu import convert, find_source
 
@@ -86,46 +85,56 @@ def bm25_ranker(history: History) -> Ranker:
     return rank
 
 
-def rrf_ranker(history: History, a: VectorNeighbours, b: VectorNeighbours) -> Ranker:
+def service_for(hpath: Path, mode: str, embedder: str | None) -> AssessmentService:
+    """The operator's assessment service over one labelled history (what `precedent eval` runs)."""
+    settings = Settings(history_path=hpath, catalog="", model_dir=MODEL_DIR)
+    return build_service(
+        settings,
+        history=[hpath],
+        mode=mode,  # type: ignore[arg-type]
+        embedder=embedder,
+        require_history=True,
+    )
+
+
+def rrf_ranker(a: AssessmentService, b: AssessmentService) -> Ranker:
     """Reciprocal-rank fusion of two semantic rankings."""
 
     def rank(q: EvalQuery) -> list[str]:
-        fused = reciprocal_rank_fusion(
-            [rank_for_query(history, q, "semantic", a), rank_for_query(history, q, "semantic", b)]
-        )
+        fused = reciprocal_rank_fusion([rank_for_query(a, q), rank_for_query(b, q)])
         return sorted(fused, key=lambda k: -fused[k])
 
     return rank
 
 
-def rows_for(history: History, queries: Sequence[EvalQuery], with_onnx: bool) -> list[Row]:
-    """Every method × mode on one set."""
-    embedders: dict[str, VectorNeighbours] = {
-        "lexical": VectorNeighbours(LexicalEmbedder()),
-        "tfidf": VectorNeighbours(TfidfEmbedder(incident_text(i) for i in history)),
-    }
-    if with_onnx:
-        from precedent.adapters.onnx_embedder import OnnxEmbedder
-
-        embedders["onnx"] = VectorNeighbours(OnnxEmbedder(MODEL_DIR))
+def rows_for(
+    hpath: Path, history: History, queries: Sequence[EvalQuery], with_onnx: bool
+) -> list[Row]:
+    """Every method × mode on one set; embedder rows rank as the operator does."""
+    names = ["lexical", "tfidf"] + (["onnx"] if with_onnx else [])
     rankers: list[tuple[str, str, Ranker]] = [
-        ("—", "rules", lambda q: rank_for_query(history, q, "rules", None)),
+        ("—", "rules", _service_ranker(service_for(hpath, "rules", None))),
         ("bm25", "semantic", bm25_ranker(history)),
     ]
-    for name, neighbours in embedders.items():
+    semantic: dict[str, AssessmentService] = {}
+    for name in names:
         for mode in ("semantic", "hybrid"):
-            rankers.append((name, mode, _embedder_ranker(history, mode, neighbours)))
+            service = service_for(hpath, mode, name)
+            if mode == "semantic":
+                semantic[name] = service
+            rankers.append((name, mode, _service_ranker(service)))
     if with_onnx:
-        rrf = rrf_ranker(history, embedders["lexical"], embedders["onnx"])
-        rankers.append(("rrf(lexical, onnx)", "semantic", rrf))
+        rankers.append(
+            ("rrf(lexical, onnx)", "semantic", rrf_ranker(semantic["lexical"], semantic["onnx"]))
+        )
     return [
         Row(name, mode, [QueryOutcome.of(rank(q), q.relevant) for q in queries])
         for name, mode, rank in rankers
     ]
 
 
-def _embedder_ranker(history: History, mode: str, neighbours: VectorNeighbours) -> Ranker:
-    return lambda q: rank_for_query(history, q, mode, neighbours)  # type: ignore[arg-type]
+def _service_ranker(service: AssessmentService) -> Ranker:
+    return lambda q: rank_for_query(service, q)
 
 
 def per_query(outcomes: Sequence[QueryOutcome]) -> np.ndarray:
@@ -154,7 +163,7 @@ def main(argv: Sequence[str] = ()) -> None:
     for label, hpath, qpath in labelled_sets():
         history = load_history_jsonl(hpath)
         queries = load_queries_jsonl(qpath, history)
-        for row in rows_for(history, queries, with_onnx):
+        for row in rows_for(Path(hpath), history, queries, with_onnx):
             mean, lo, hi = bootstrap(per_query(row.outcomes))
             cells = " | ".join(
                 f"{m:.3f} [{a:.2f}–{b:.2f}]" for m, a, b in zip(mean, lo, hi, strict=True)
