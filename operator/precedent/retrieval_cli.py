@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from precedent.adapters.evaluation import load_queries_jsonl, text_query
+from precedent.adapters.evaluation import load_history_jsonl, load_queries_jsonl, text_query
 from precedent.core.historical import SimilarityMode
 from precedent.core.history import History
 from precedent.errors import PrecedentError
@@ -30,11 +30,13 @@ _EMBEDDER_CHOICE = click.Choice(["lexical", "onnx", "http", "tfidf"])
 _MODE_CHOICE = click.Choice(["rules", "semantic", "hybrid"])
 
 
-def _search_row(similar: SimilarIncident) -> dict[str, Any]:
+def _search_row(similar: SimilarIncident, history: History) -> dict[str, Any]:
+    incident = history.get(similar.id)
     return {
         "id": similar.id,
         "title": similar.title,
         "severity": similar.severity.value,
+        "domain": incident.domain if incident else None,
         "score": similar.relevance,
         "similarity": similar.similarity,
         "rule": similar.parts.rule,
@@ -78,7 +80,8 @@ def search_command(
     except PrecedentError as exc:
         fail(str(exc))
         return
-    rows = [_search_row(s) for s in ranked]
+    snapshot = service.history.snapshot
+    rows = [_search_row(s, snapshot) for s in ranked]
     if output == "json":
         document: dict[str, Any] = {
             "query": text,
@@ -125,15 +128,16 @@ def eval_command(
     """Retrieval quality of the operator's ranking on a labelled history: MRR, hit@k, MAP@10."""
     settings = settings_or_fail()
     try:
+        history = load_history_jsonl(history_path)
+        queries = load_queries_jsonl(queries_path, history)
         service = build_service(
             settings,
-            history=[history_path],
+            incidents=history.incidents,
             mode=mode,  # type: ignore[arg-type]
             embedder=embedder,
             require_history=True,
             catalog="",
         )
-        queries = load_queries_jsonl(queries_path, service.history.snapshot)
         metrics = run_evaluation(service, queries)
     except PrecedentError as exc:
         fail(str(exc))

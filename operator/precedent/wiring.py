@@ -166,6 +166,7 @@ def build_service(
     settings: Settings,
     *,
     history: Sequence[str | Path] | None = None,
+    incidents: Sequence[Incident] | None = None,
     catalog: str | None = None,
     mode: SimilarityMode | None = None,
     embedder: str | None = None,
@@ -174,7 +175,8 @@ def build_service(
 ) -> AssessmentService:
     """The assessment service with every dependency, as the operator and the CLI use it.
 
-    ``history`` overrides ``settings.history_path`` (files, directories or one ``.jsonl``);
+    ``history`` overrides ``settings.history_path`` (files, directories or one ``.jsonl``),
+    and ``incidents`` (already read, e.g. a JSON Lines history) overrides both;
     ``catalog``, ``mode`` and ``embedder`` override their settings (the CLI's options).
     ``require_history`` makes a missing or empty history an error (the CLI), where the
     operator starts empty and fills up from Incident objects. ``follows_cluster`` (the
@@ -191,7 +193,9 @@ def build_service(
             f"no history at {settings.history_path}: pass --history PATH or set "
             "PRECEDENT_HISTORY_PATH"
         )
-    base = load_history_files(paths) if paths else []
+    if incidents is not None:
+        paths = ["(given)"]
+    base = list(incidents) if incidents is not None else load_history_files(paths) if paths else []
     if require_history and not base:
         raise InputError(f"history is empty: no Incident documents in {', '.join(map(str, paths))}")
     chosen: SimilarityMode = mode or settings.similarity_mode

@@ -156,7 +156,7 @@ def test_search_ranks_the_paraphrase(tmp_path: Path) -> None:
     )
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].split()[:5] == ["#", "ID", "SCORE", "SIMILARITY", "COSINE"]
+    assert lines[0].split()[:5] == ["#", "ID", "SCORE", "SIMILARITY", "SEMANTIC"]
     assert lines[1].split()[1] == "INC-2025-1089"
     assert len(lines) == 3
 
