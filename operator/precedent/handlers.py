@@ -81,16 +81,50 @@ def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
 
 @kopf.index(*INCIDENTS, id="incidents")
 def index_incident(
-    name: str, spec: kopf.Spec, memo: kopf.Memo, logger: kopf.Logger, **_: Any
+    name: str, spec: kopf.Spec, meta: kopf.Meta, memo: kopf.Memo, logger: kopf.Logger, **_: Any
 ) -> dict[str, str]:
     """Keep the in-memory history in step with Incident objects."""
     service: AssessmentService = memo.service
     try:
-        incident = service.upsert_incident(name, spec)
+        incident = service.upsert_incident(
+            name, spec, created=str(meta.get("creationTimestamp") or "")
+        )
     except InputError as exc:
         logger.warning("ignoring invalid incident: %s", exc)
         return {}
     return {name: incident.id}
+
+
+@kopf.on.resume(*INCIDENTS, id="incident-status")
+@kopf.on.create(*INCIDENTS, id="incident-status")
+@kopf.on.update(*INCIDENTS, id="incident-status")
+def incident_status(
+    body: kopf.Body,
+    name: str,
+    meta: kopf.Meta,
+    status: kopf.Status,
+    patch: kopf.Patch,
+    memo: kopf.Memo,
+    **_: Any,
+) -> None:
+    """Say on the object whether its incident is in the history (invalid or a duplicate id)."""
+    service: AssessmentService = memo.service
+    update = service.incident_status(
+        name,
+        body.get("spec") or {},
+        generation=int(meta.get("generation") or 1),
+        previous=status.get("conditions"),
+        now=datetime.now(UTC),
+    )
+    if update.changed:
+        patch.status.update(update.fields)
+        if update.event is not None:
+            kopf.event(
+                body,
+                type=update.event.type,
+                reason=update.event.reason,
+                message=update.event.message,
+            )
 
 
 @kopf.on.event(*INCIDENTS, id="incident-deleted", when=lambda type, **_: type == "DELETED")

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
-from tests.integration.conftest import Cluster, eventually, is_true
+from tests.integration.conftest import Cluster, condition, eventually, is_true
 
 pytestmark = pytest.mark.integration
 
@@ -48,3 +50,62 @@ def test_a_status_written_before_the_operator_is_not_trusted(cluster: Cluster) -
     assert answer["status"]["risk"]["decision"] == "Denied"
     assert answer["status"]["risk"]["score"] == 100
     assert answer["status"]["mark"].startswith("hmac-sha256:")
+
+
+def incident(name: str, **spec: object) -> dict[str, object]:
+    return {
+        "apiVersion": "precedent.dev/v1alpha1",
+        "kind": "Incident",
+        "metadata": {"name": name},
+        "spec": spec,
+    }
+
+
+def test_a_duplicate_incident_id_does_not_shadow_the_original(cluster: Cluster) -> None:
+    # Regression: a second object reusing INC-2025-0634's id once dropped the sql-prod request
+    # from 40 Escalated to 0 Approved, depending on arrival order.
+    impostor = incident(
+        "impostor",
+        id="INC-2025-0634",
+        title="Unrelated low-severity note",
+        action="collect_diagnostics",
+        severity="low",
+    )
+    time.sleep(1.1)  # creation times have whole seconds: make the impostor the later one
+    assert cluster.create(impostor).status_code == 201
+    body = {
+        "apiVersion": "precedent.dev/v1alpha1",
+        "kind": "RemediationRequest",
+        "metadata": {"name": "sql", "namespace": "default"},
+        "spec": {
+            "action": "update_config",
+            "target": {
+                "kind": "servers",
+                "name": "sql-prod",
+                "resourceId": "/subscriptions/s/resourceGroups/g/providers/Microsoft.Sql/"
+                "servers/sql-prod",
+            },
+        },
+    }
+    assert cluster.create(body).status_code == 201
+    with cluster.operator():
+        answer = cluster.wait_ready("sql")
+        flagged = eventually(
+            lambda: (
+                (o := cluster.client.get("/apis/precedent.dev/v1alpha1/incidents/impostor").json())
+                and condition(o, "Ready")
+                and condition(o, "Ready")["reason"] == "DuplicateId"  # type: ignore[index]
+                and o
+            )
+        )
+    assert answer["status"]["risk"]["mostRelevantIncident"] == "INC-2025-0634"
+    assert answer["status"]["risk"]["band"] == "medium"
+    ready = condition(flagged, "Ready")
+    assert ready is not None
+    assert "already used by Incident inc-2025-0634" in ready["message"]
+    warnings = [
+        e
+        for e in cluster.client.get("/api/v1/events").json()["items"]
+        if e.get("involvedObject", {}).get("name") == "impostor"
+    ]
+    assert any(e["reason"] == "DuplicateId" for e in warnings)

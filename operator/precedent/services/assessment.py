@@ -50,7 +50,7 @@ from precedent.models import (
 from precedent.services.history import HistoryStore
 from precedent.services.integrity import StatusSigner
 from precedent.services.selection import PlaybookSelector
-from precedent.services.status import StatusUpdate
+from precedent.services.status import IncidentStatus, StatusUpdate
 
 __all__ = [
     "AssessmentService",
@@ -129,9 +129,35 @@ class AssessmentService:
 
     # -- the history and the catalog follow the cluster's objects -----------------------------
 
-    def upsert_incident(self, name: str, spec: Mapping[str, Any]) -> Incident:
-        """Add or replace the incident from object ``name``; InputError names a bad field."""
-        return self.history.upsert(name, spec)
+    def upsert_incident(self, name: str, spec: Mapping[str, Any], *, created: str = "") -> Incident:
+        """Add or replace the incident from object ``name``; InputError names a bad field
+        (and the object's earlier version leaves the history)."""
+        return self.history.upsert(name, spec, created=created)
+
+    def incident_status(
+        self,
+        name: str,
+        spec: Mapping[str, Any],
+        *,
+        generation: int,
+        previous: Sequence[Mapping[str, Any]] | None,
+        now: datetime,
+    ) -> IncidentStatus:
+        """What object ``name``'s status should say: in the history, invalid, or a duplicate."""
+        problem: tuple[str, str] | None = None
+        try:
+            incident = Incident.model_validate(dict(spec))
+        except ValidationError as exc:
+            problem = ("InvalidSpec", f"invalid spec: {describe_validation(exc, 'spec')}")
+        else:
+            winner = self.history.shadowed_by(name)
+            if winner is not None:
+                problem = (
+                    "DuplicateId",
+                    f"incident id {incident.id} is already used by Incident {winner} "
+                    "(created first); this object is left out of the history",
+                )
+        return IncidentStatus.of(problem, generation=generation, previous=previous, now=now)
 
     def remove_incident(self, name: str) -> None:
         """Forget the incident from object ``name``."""

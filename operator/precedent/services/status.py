@@ -19,7 +19,7 @@ from precedent.core.conditions import ConditionUpdate, merge_conditions
 from precedent.models import Assessment, Condition, Decision, RemediationRequestStatus
 from precedent.services.integrity import StatusSigner
 
-__all__ = ["EventNote", "StatusUpdate", "summary"]
+__all__ = ["EventNote", "IncidentStatus", "StatusUpdate", "summary"]
 
 Outcome = Literal["assessed", "invalid", "waiting"]
 PreviousConditions = Sequence[Mapping[str, Any]] | None
@@ -164,3 +164,41 @@ def summary(assessment: Assessment) -> str:
     elif assessment.recommendation:
         text += f"; {assessment.recommendation.action}: {assessment.recommendation.reason}"
     return text
+
+
+@dataclass(frozen=True, slots=True)
+class IncidentStatus:
+    """An Incident object's status: whether its incident is in the history, and why not."""
+
+    fields: dict[str, Any]
+    """What to merge into the object's status."""
+    changed: bool
+    """Whether that differs from what the object says now."""
+    event: EventNote | None
+    """A Warning when the incident is left out (invalid spec, duplicate id)."""
+
+    @classmethod
+    def of(
+        cls,
+        problem: tuple[str, str] | None,
+        *,
+        generation: int,
+        previous: PreviousConditions,
+        now: datetime,
+    ) -> IncidentStatus:
+        """``problem`` is ``(reason, message)`` when the incident is left out, else None."""
+        if problem is None:
+            update = ConditionUpdate("Ready", "True", "InHistory", "scored against requests")
+        else:
+            update = ConditionUpdate("Ready", "False", problem[0], problem[1])
+        old = {c.get("type"): c for c in previous or [] if isinstance(c, Mapping)}.get("Ready")
+        changed = (
+            old is None
+            or old.get("status") != update.status
+            or old.get("reason") != update.reason
+            or old.get("message") != update.message
+            or old.get("observedGeneration") != generation
+        )
+        conditions = merge_conditions(previous, [update], generation=generation, now=now)
+        event = EventNote("Warning", problem[0], problem[1]) if problem and changed else None
+        return cls({"observedGeneration": generation, "conditions": conditions}, changed, event)
