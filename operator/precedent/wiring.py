@@ -27,6 +27,7 @@ from precedent.errors import DependencyError, InputError
 from precedent.models import Incident, Playbook
 from precedent.services.assessment import AssessmentService, AssessmentSettings
 from precedent.services.history import HistoryStore
+from precedent.services.outcomes import ClusterWriter, OutcomeService
 from precedent.services.selection import PlaybookSelector
 from precedent.settings import Settings
 
@@ -34,6 +35,7 @@ __all__ = [
     "EMBEDDERS",
     "build_embedder",
     "build_neighbours",
+    "build_outcomes",
     "build_selector",
     "build_service",
     "load_history_files",
@@ -214,3 +216,10 @@ def build_service(
             success_prior=settings.success_prior,
         ),
     )
+
+
+def build_outcomes(
+    settings: Settings, service: AssessmentService, cluster: ClusterWriter | None = None
+) -> OutcomeService:
+    """Outcome handling over the service's in-process catalog, with the same success prior."""
+    return OutcomeService(service.catalog, prior=settings.success_prior, cluster=cluster)
