@@ -84,7 +84,9 @@ def test_the_outcome_is_part_of_the_spec_model_and_not_an_incident_outcome() -> 
     )
     assert spec.outcome is not None
     assert spec.outcome.result is RequestOutcomeResult.FAILED
-    assert spec.outcome.playbook is not None and spec.outcome.playbook.id == "pb"
-    assert spec.outcome.finished_at is not None and spec.outcome.finished_at.year == 2026
+    assert spec.outcome.playbook is not None
+    assert spec.outcome.playbook.id == "pb"
+    assert spec.outcome.finished_at is not None
+    assert spec.outcome.finished_at.year == 2026
     with pytest.raises(ValueError, match="result"):
         RemediationRequestSpec.model_validate({**BASE, "outcome": {"result": "resolved"}})
