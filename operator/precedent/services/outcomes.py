@@ -321,7 +321,7 @@ def _names(request: RequestRef) -> tuple[str, str]:
 
 
 def _rfc3339(moment: datetime) -> str:
-    return moment.isoformat().replace("+00:00", "Z")
+    return moment.replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def _answered_at(status: Mapping[str, Any], generation: int) -> dict[str, Any]:
