@@ -18,11 +18,13 @@ from typing import Any
 import kopf
 import prometheus_client
 
-from precedent.errors import InputError, PrecedentError
-from precedent.models import API_GROUP
-from precedent.services import AssessmentService
+from precedent.adapters.kube_api import ApiConnection, KubeApi
+from precedent.errors import DependencyError, InputError, PrecedentError
+from precedent.models import API_GROUP, PlaybookHistory
+from precedent.services import AssessmentService, OutcomeService
+from precedent.services.outcomes import RequestRef
 from precedent.settings import load_settings
-from precedent.wiring import build_service
+from precedent.wiring import build_outcomes, build_service
 
 VERSION = "v1alpha1"
 REQUESTS = (API_GROUP, VERSION, "remediationrequests")
@@ -60,12 +62,43 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
         prometheus_client.start_http_server(config.metrics_port)
 
 
+def _connection(info: kopf.ConnectionInfo) -> ApiConnection:
+    verify: Any = info.as_ssl_context() if info.server.startswith("https:") else True
+    return ApiConnection(server=info.server, headers=info.as_http_headers(), verify=verify)
+
+
+def _login_now(settings: kopf.OperatorSettings, logger: kopf.Logger) -> kopf.ConnectionInfo:
+    info = kopf.login_with_service_account(settings=settings, logger=logger)
+    info = info or kopf.login_with_kubeconfig(settings=settings, logger=logger)
+    if info is None:
+        raise kopf.PermanentError("no credentials: neither a service account nor a kubeconfig")
+    return info
+
+
+@kopf.on.startup(id="outcomes")
+async def configure_outcomes(
+    settings: kopf.OperatorSettings, memo: kopf.Memo, logger: kopf.Logger, **_: Any
+) -> None:
+    """Outcome handling, with an API client logged in as kopf logs in (it creates Incidents
+    and writes Playbook counts, which kopf's own client does not do)."""
+
+    async def login() -> ApiConnection:
+        return _connection(_login_now(settings, logger))
+
+    api = KubeApi(await login(), login=login)
+    memo.kube_api = api
+    memo.outcomes = build_outcomes(memo.config, memo.service, cluster=api)
+
+
 @kopf.on.cleanup(id="close")
 async def close(memo: kopf.Memo, **_: Any) -> None:
     """Release the catalog client's connections on shutdown."""
     service: AssessmentService | None = getattr(memo, "service", None)
     if service is not None:
         await service.aclose()
+    api: KubeApi | None = getattr(memo, "kube_api", None)
+    if api is not None:
+        await api.aclose()
 
 
 @kopf.on.login(id="login")
@@ -144,6 +177,9 @@ def index_playbook(
     except InputError as exc:
         logger.warning("ignoring invalid playbook: %s", exc)
         return {}
+    # The catalog scores with the live counts: the prior plus the reported outcomes.
+    outcomes: OutcomeService = memo.outcomes
+    outcomes.playbook_changed(playbook)
     return {name: playbook.version}
 
 
@@ -160,12 +196,13 @@ def playbook_status(
 ) -> None:
     """Write the execution counts and the smoothed success rate the selection uses."""
     history = spec.get("history") or {}
-    executions, successes = int(history.get("executions", 0)), int(history.get("successes", 0))
-    service: AssessmentService = memo.service
+    prior = PlaybookHistory(
+        executions=int(history.get("executions", 0)), successes=int(history.get("successes", 0))
+    )
+    # The prior plus every reported outcome naming this playbook, recounted (never +1).
+    outcomes: OutcomeService = memo.outcomes
     wanted = {
-        "executions": executions,
-        "successes": successes,
-        "successRate": round(service.success_rate(successes, executions), 4),
+        **outcomes.playbook_status(str(meta.get("name")), prior),
         "observedGeneration": int(meta.get("generation") or 1),
     }
     if any(status.get(key) != value for key, value in wanted.items()):
@@ -176,6 +213,7 @@ def playbook_status(
 def playbook_deleted(name: str, memo: kopf.Memo, **_: Any) -> None:
     """Drop a deleted Playbook from the catalog."""
     memo.service.remove_playbook(name)
+    memo.outcomes.playbook_removed(name)
 
 
 # -- requests ---------------------------------------------------------------------------------
@@ -220,6 +258,76 @@ async def assess_request(
     if update.outcome == "waiting":
         raise kopf.TemporaryError(update.message, delay=DEPENDENCY_RETRY_SECONDS)
     logger.info("%s", update.message)
+
+
+# -- reported outcomes ------------------------------------------------------------------------
+# The index sees every request (the whole listing first after a restart), so the ledger of
+# outcomes is rebuilt from the API objects before any handler below runs.
+
+
+@kopf.index(*REQUESTS, id="outcomes")
+def index_outcome(uid: str, spec: kopf.Spec, memo: kopf.Memo, **_: Any) -> dict[str, str]:
+    """Keep the ledger of reported outcomes (by request uid) in step with the requests."""
+    outcomes: OutcomeService = memo.outcomes
+    record = outcomes.observe(uid, spec)
+    return {uid: record.result.value} if record is not None else {}
+
+
+@kopf.on.event(*REQUESTS, id="outcome-deleted", when=lambda type, **_: type == "DELETED")
+async def outcome_deleted(uid: str, memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
+    """A deleted request's outcome stops counting; its playbook's status is recounted."""
+    outcomes: OutcomeService = memo.outcomes
+    for playbook in outcomes.forget(uid):
+        try:
+            await outcomes.sync_playbook(playbook)
+        except PrecedentError as exc:  # the playbook's own handler recounts on its next change
+            logger.warning("playbook %s not recounted: %s", playbook, exc)
+
+
+def _has_outcome(spec: kopf.Spec, **_: Any) -> bool:
+    return bool(spec.get("outcome"))
+
+
+@kopf.on.resume(*REQUESTS, id="outcome", when=_has_outcome)
+@kopf.on.create(*REQUESTS, id="outcome", when=_has_outcome)
+@kopf.on.update(*REQUESTS, id="outcome", field="spec.outcome", when=_has_outcome)
+async def handle_outcome(
+    body: kopf.Body,
+    spec: kopf.Spec,
+    status: kopf.Status,
+    meta: kopf.Meta,
+    patch: kopf.Patch,
+    memo: kopf.Memo,
+    logger: kopf.Logger,
+    **_: Any,
+) -> None:
+    """Handle a reported outcome once: playbook counts, an Incident on failure, an Event and
+    ``status.outcome`` (the mark that stops it being handled again)."""
+    outcomes: OutcomeService = memo.outcomes
+    if outcomes.already_handled(status):
+        return
+    request = RequestRef(
+        namespace=str(meta.get("namespace")), name=str(meta.get("name")), uid=str(meta.get("uid"))
+    )
+    # The assessment may have just been written in this same cycle: read it from the patch.
+    current = {**dict(status), **dict(patch.get("status") or {})}
+    try:
+        handled = await outcomes.handle(
+            request,
+            spec,
+            generation=int(meta.get("generation") or 1),
+            status=current,
+            now=datetime.now(UTC),
+        )
+    except InputError as exc:
+        raise kopf.PermanentError(f"cannot handle the outcome: {exc}") from None
+    except DependencyError as exc:
+        raise kopf.TemporaryError(str(exc), delay=DEPENDENCY_RETRY_SECONDS) from None
+    patch.status.update(handled.status)
+    kopf.event(
+        body, type=handled.event.type, reason=handled.event.reason, message=handled.event.message
+    )
+    logger.info("%s", handled.event.message)
 
 
 @kopf.on.probe(id="history")

@@ -15,6 +15,12 @@ Playbook catalog (seed 004):
 * ``precedent_catalog_circuit_state{catalog}`` — 0 closed, 1 half-open, 2 open.
 * ``precedent_context_api_request_duration_seconds{endpoint, status}`` — the Context API
   server's own request latency.
+
+Reported outcomes:
+
+* ``precedent_outcomes_total{result}`` — outcomes the operator handled (``succeeded``,
+  ``failed``, ``partial``), once per handling: a restart before the handling was recorded in the
+  request's status may count one again in the new process.
 """
 
 from __future__ import annotations
@@ -73,6 +79,12 @@ class Metrics:
             "Context API server request latency by endpoint and status code.",
             ["endpoint", "status"],
             buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.outcomes = Counter(
+            "precedent_outcomes_total",
+            "Reported outcomes of remediation requests handled by the operator, by result.",
+            ["result"],
             registry=registry,
         )
 

@@ -31,9 +31,12 @@ __all__ = [
     "PlaybookSelection",
     "PlaybookStep",
     "PolicyResult",
+    "RanPlaybook",
     "Recommendation",
     "RemediationRequestSpec",
     "RemediationRequestStatus",
+    "RequestOutcome",
+    "RequestOutcomeResult",
     "RiskAssessment",
     "Severity",
     "Signal",
@@ -125,6 +128,30 @@ class Signal(WireModel):
     source: str | None = Field(default=None, max_length=253, description="Alerting system.")
 
 
+class RequestOutcomeResult(StrEnum):
+    """How a requested action went, as its executor reports it."""
+
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    PARTIAL = "partial"
+
+
+class RanPlaybook(WireModel):
+    """The playbook an executor ran for a request."""
+
+    id: str = Field(min_length=1, max_length=253, description="Playbook id (metadata.name).")
+    version: str | None = Field(default=None, max_length=63, description="Version that ran.")
+
+
+class RequestOutcome(WireModel):
+    """``spec.outcome``: set once, after the action ran (not an incident's :class:`Outcome`)."""
+
+    result: RequestOutcomeResult = Field(description="succeeded, failed or partial.")
+    playbook: RanPlaybook | None = Field(default=None, description="The playbook that ran.")
+    finished_at: datetime | None = Field(default=None, description="When the action finished.")
+    message: str = Field(default="", max_length=1024, description="What happened.")
+
+
 class RemediationRequestSpec(WireModel):
     """The proposed action: ``spec`` of a RemediationRequest."""
 
@@ -142,6 +169,11 @@ class RemediationRequestSpec(WireModel):
         description="Context labels such as incident-type, environment, priority.",
     )
     domain: str | None = Field(default=None, max_length=63, description="Domain filter.")
+    outcome: RequestOutcome | None = Field(
+        default=None,
+        description="How the action went, set once by its executor; not an input of the "
+        "assessment.",
+    )
 
     @field_validator("action", mode="before")
     @classmethod

@@ -29,6 +29,7 @@ from precedent.models import Incident, Playbook
 from precedent.services.assessment import AssessmentService, AssessmentSettings
 from precedent.services.history import HistoryStore
 from precedent.services.integrity import StatusSigner
+from precedent.services.outcomes import ClusterWriter, OutcomeService
 from precedent.services.selection import PlaybookSelector
 from precedent.settings import Settings
 
@@ -36,6 +37,7 @@ __all__ = [
     "EMBEDDERS",
     "build_embedder",
     "build_neighbours",
+    "build_outcomes",
     "build_selector",
     "build_service",
     "load_history_files",
@@ -226,3 +228,10 @@ def build_service(
             settings.status_key.get_secret_value().encode() if settings.status_key else None
         ),
     )
+
+
+def build_outcomes(
+    settings: Settings, service: AssessmentService, cluster: ClusterWriter | None = None
+) -> OutcomeService:
+    """Outcome handling over the service's in-process catalog, with the same success prior."""
+    return OutcomeService(service.catalog, prior=settings.success_prior, cluster=cluster)

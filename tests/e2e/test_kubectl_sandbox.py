@@ -167,7 +167,7 @@ def test_spec_change_is_rejected_by_the_immutability_rule(kubectl: Kubectl, tmp_
     path.write_text(changed)
     result = kubectl("apply", "-f", str(path), check=False)
     assert result.returncode != 0
-    assert "spec is immutable; create a new RemediationRequest" in result.stderr
+    assert "spec.action is immutable; create a new RemediationRequest" in result.stderr
     action = kubectl("get", "rr", "restart-payment-api", "-o", "jsonpath={.spec.action}").stdout
     assert action == "restart_service"
 

@@ -91,7 +91,7 @@ def test_spec_is_immutable(cluster: Cluster) -> None:
         headers={"Content-Type": "application/merge-patch+json"},
     )
     assert response.status_code == 422
-    assert "spec is immutable" in response.json()["message"]
+    assert "spec.action is immutable" in response.json()["message"]
 
 
 def test_invalid_request_is_rejected_by_the_api_with_the_field_named(cluster: Cluster) -> None:

@@ -132,12 +132,12 @@ async def test_cel_spec_immutability(api: httpx.AsyncClient) -> None:
         f"{RRS}/frozen", json={"spec": {"description": "changed"}}, headers=MERGE
     )
     found = causes(response)
-    assert found["spec"]["message"] == (
-        'Invalid value: "object": spec is immutable; create a new RemediationRequest'
+    assert found["spec.description"]["message"] == (
+        'Invalid value: "object": spec.description cannot be added, changed or removed'
     )
     assert response.json()["message"] == (
-        'RemediationRequest.precedent.dev "frozen" is invalid: spec: Invalid value: "object": '
-        "spec is immutable; create a new RemediationRequest"
+        'RemediationRequest.precedent.dev "frozen" is invalid: spec.description: Invalid value: '
+        '"object": spec.description cannot be added, changed or removed'
     )
     # Metadata and status stay writable.
     labelled = await api.patch(

@@ -226,10 +226,3 @@ def test_crds_are_structural_and_bounded(name: str) -> None:
         if is_property and "description" not in node:
             problems.append(f"{path}: no description")
     assert problems == []
-
-
-def test_request_spec_is_immutable_by_cel() -> None:
-    spec = root_schema("remediationrequests")["properties"]["spec"]
-    assert spec["x-kubernetes-validations"] == [
-        {"rule": "self == oldSelf", "message": "spec is immutable; create a new RemediationRequest"}
-    ]

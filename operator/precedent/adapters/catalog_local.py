@@ -84,6 +84,11 @@ class LocalPlaybookCatalog:
         with self._lock:
             return self._index.remove(playbook_id)
 
+    def get(self, playbook_id: str) -> Playbook | None:
+        """The playbook with this id, or None (outcome counts refresh it)."""
+        with self._lock:
+            return self._index.get(playbook_id)
+
     def search_sync(self, query: PlaybookQuery) -> CatalogAnswer:
         """Score and select synchronously (what :meth:`search` does)."""
         with self._lock:

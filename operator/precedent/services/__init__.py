@@ -10,6 +10,7 @@ from precedent.services.assessment import (
     parse_request_spec,
 )
 from precedent.services.history import HistoryStore
+from precedent.services.outcomes import OutcomeLedger, OutcomeService
 from precedent.services.selection import PlaybookSelector, SelectionOutcome
 from precedent.services.status import EventNote, StatusUpdate
 
@@ -19,6 +20,8 @@ __all__ = [
     "EventNote",
     "HistoryStore",
     "NormalizedRequest",
+    "OutcomeLedger",
+    "OutcomeService",
     "PlaybookSelector",
     "SelectionOutcome",
     "StatusUpdate",

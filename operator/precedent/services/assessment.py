@@ -333,7 +333,11 @@ class AssessmentService:
 
     def _input_hash(self, spec: RemediationRequestSpec, history: History) -> str:
         """sha256 over the canonical spec, the history fingerprint and the engine's settings."""
-        canonical = json.dumps(spec.model_dump(mode="json", by_alias=True), sort_keys=True)
+        # The outcome is reported after the answer and is not an input of it: reporting one
+        # must not change the hash of an unchanged assessment.
+        canonical = json.dumps(
+            spec.model_dump(mode="json", by_alias=True, exclude={"outcome"}), sort_keys=True
+        )
         digest = hashlib.sha256()
         parts = (
             canonical,

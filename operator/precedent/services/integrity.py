@@ -4,9 +4,10 @@ Anyone who may write ``remediationrequests/status`` could otherwise pre-approve 
 ("Approved, score 0") before the operator sees it, and a restarted operator would leave that
 answer alone. The operator therefore signs what it writes: an HMAC-SHA256, keyed by a secret
 only the operator reads (``PRECEDENT_STATUS_KEY``, from a Kubernetes Secret), over the
-request's uid and generation and the answer (decision, band, score, input hash). A request
-counts as answered only when its status carries a valid mark for its current generation;
-anything else is assessed again and overwritten.
+request's uid and the answer (decision, band, score, approval, input hash). The spec is
+immutable but for ``spec.outcome``, which is not an input of the assessment, so an answer
+stands across generations. A request counts as answered only when its status carries a valid
+mark; anything else is assessed again and overwritten.
 
 Without a configured key the operator draws a random one at start: marks then hold for the
 life of the process, and every request is re-assessed (to the same answer) after a restart.
@@ -37,11 +38,10 @@ class StatusSigner:
         self._key = key if key is not None else secrets.token_bytes(32)
 
     @staticmethod
-    def _message(uid: str, generation: int, status: Mapping[str, Any]) -> bytes:
+    def _message(uid: str, status: Mapping[str, Any]) -> bytes:
         risk = status.get("risk") or {}
         parts = (
             uid,
-            str(generation),
             str(risk.get("decision", "")),
             str(risk.get("band", "")),
             _number(risk.get("score")),
@@ -50,22 +50,21 @@ class StatusSigner:
         )
         return "\0".join(parts).encode()
 
-    def sign(self, uid: str, generation: int, status: Mapping[str, Any]) -> str:
+    def sign(self, uid: str, status: Mapping[str, Any]) -> str:
         """The mark for a status the operator is about to write."""
-        digest = hmac.new(self._key, self._message(uid, generation, status), hashlib.sha256)
+        digest = hmac.new(self._key, self._message(uid, status), hashlib.sha256)
         return f"hmac-sha256:{digest.hexdigest()}"
 
     def answered(self, body: Mapping[str, Any]) -> bool:
-        """Whether the object's status is this operator's answer to its current generation."""
+        """Whether the object's status is this operator's answer (see the module docstring)."""
         status = body.get("status") or {}
         metadata = body.get("metadata") or {}
-        generation = metadata.get("generation")
         mark = status.get("mark")
-        if not isinstance(mark, str) or status.get("observedGeneration") != generation:
+        if not isinstance(mark, str):
             return False
         ready = any(
             isinstance(c, Mapping) and c.get("type") == "Ready" and c.get("status") == "True"
             for c in status.get("conditions") or []
         )
-        expected = self.sign(str(metadata.get("uid", "")), int(generation or 0), status)
+        expected = self.sign(str(metadata.get("uid", "")), status)
         return ready and hmac.compare_digest(mark, expected)

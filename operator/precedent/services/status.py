@@ -120,9 +120,7 @@ class StatusUpdate:
         """The same update carrying the operator's mark (assessed updates only)."""
         if self.outcome != "assessed":
             return self
-        return replace(
-            self, mark=signer.sign(uid, self.status.observed_generation, self.status.to_patch())
-        )
+        return replace(self, mark=signer.sign(uid, self.status.to_patch()))
 
     def patch(self) -> dict[str, Any]:
         """The fields to merge into ``status``."""

@@ -129,6 +129,11 @@ class CatalogIndex:
         self._free.append(row)
         return True
 
+    def get(self, playbook_id: str) -> Playbook | None:
+        """The playbook with this id, or None."""
+        row = self._rows.get(playbook_id)
+        return None if row is None else self._items[row]
+
     def __len__(self) -> int:
         return len(self._rows)
 

@@ -1,0 +1,125 @@
+"""A small async client for the few writes kopf does not make: creating Incident objects and
+patching a Playbook's status.
+
+It talks to the API server with the same credentials kopf logs in with: the handlers turn
+kopf's ``ConnectionInfo`` into an :class:`ApiConnection` (server, auth headers, TLS context) and
+hand over a ``login`` callable that produces a fresh one, used once after a 401 (service account
+tokens are rotated on disk). No Kubernetes client library is needed for two verbs on two paths.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import httpx
+
+from precedent.errors import DependencyError, InputError
+
+__all__ = ["API_PREFIX", "ApiConnection", "KubeApi"]
+
+API_PREFIX = "/apis/precedent.dev/v1alpha1"
+"""Where Precedent's own resources are served."""
+
+Created = Literal["created", "exists"]
+
+
+@dataclass(frozen=True, slots=True)
+class ApiConnection:
+    """Where the API server is and how to authenticate to it."""
+
+    server: str
+    """Base URL, e.g. ``https://10.0.0.1:443``."""
+    headers: Mapping[str, str] = field(default_factory=dict)
+    """Authorization headers (bearer token or basic auth)."""
+    verify: ssl.SSLContext | bool = True
+    """TLS: a context with the cluster CA and any client certificate, or a bool."""
+
+
+Login = Callable[[], Awaitable[ApiConnection]]
+
+
+class KubeApi:
+    """Creates Incident objects and merges Playbook status over one pooled connection."""
+
+    def __init__(
+        self,
+        connection: ApiConnection,
+        *,
+        login: Login | None = None,
+        timeout: float = 10.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self._login = login
+        self._timeout = timeout
+        self._transport = transport
+        self._client = self._build(connection)
+
+    def _build(self, connection: ApiConnection) -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            base_url=connection.server,
+            headers=dict(connection.headers),
+            verify=connection.verify,
+            timeout=self._timeout,
+            transport=self._transport,
+        )
+
+    async def _send(
+        self, method: str, path: str, body: Mapping[str, Any], content_type: str
+    ) -> httpx.Response:
+        headers = {"Content-Type": content_type}
+        for attempt in (1, 2):
+            try:
+                response = await self._client.request(
+                    method, path, json=dict(body), headers=headers
+                )
+            except httpx.HTTPError as exc:
+                raise DependencyError(f"API server unreachable ({method} {path}): {exc}") from exc
+            if response.status_code == 401 and attempt == 1 and self._login is not None:
+                # Credentials expired (a rotated token): log in again, retry once.
+                stale, self._client = self._client, self._build(await self._login())
+                await stale.aclose()
+                continue
+            return response
+        raise AssertionError("unreachable")  # pragma: no cover - the loop always returns
+
+    async def create_incident(self, body: Mapping[str, Any]) -> Created:
+        """POST an Incident; ``exists`` when an object of that name is already there (409)."""
+        response = await self._send("POST", f"{API_PREFIX}/incidents", body, "application/json")
+        if response.status_code == 409:
+            return "exists"
+        _raise_for(response, "create Incident")
+        return "created"
+
+    async def patch_playbook_status(self, name: str, status: Mapping[str, Any]) -> bool:
+        """Merge ``status`` into Playbook ``name``'s status; False if the playbook is gone."""
+        response = await self._send(
+            "PATCH",
+            f"{API_PREFIX}/playbooks/{name}/status",
+            {"status": dict(status)},
+            "application/merge-patch+json",
+        )
+        if response.status_code == 404:
+            return False
+        _raise_for(response, f"patch Playbook {name} status")
+        return True
+
+    async def aclose(self) -> None:
+        """Close the pooled connections."""
+        await self._client.aclose()
+
+
+def _raise_for(response: httpx.Response, what: str) -> None:
+    if response.is_success:
+        return
+    try:
+        message = str(response.json().get("message", response.text))
+    except ValueError:
+        message = response.text
+    text = f"cannot {what}: HTTP {response.status_code}: {message.strip()[:500]}"
+    if response.status_code in (400, 422):
+        raise InputError(text)  # the body itself was refused: the same write cannot succeed
+    # 403 (RBAC not granted yet), 5xx, 429: retrying later can succeed.
+    raise DependencyError(text)

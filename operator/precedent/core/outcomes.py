@@ -1,0 +1,279 @@
+"""Reported outcomes: what a request's ``spec.outcome`` contributes, as pure values.
+
+An executor reports once how an action went (``succeeded``, ``failed`` or ``partial``). Three
+things are derived from the set of reported outcomes, always recounted from the whole set so
+that a duplicate event or a restart can never count one twice:
+
+* **playbook counts** — executions and successes of the playbook that ran, added to the
+  playbook's hand-edited prior (``spec.history``); seed 004's historical part of the
+  confidence is their smoothed rate;
+* **base-rate evidence** — per (action, canonical resource kind), the successes and the
+  failures with their times, for the risk model (:class:`OutcomeEvidence`);
+* **an Incident** for a failed or partial outcome (:func:`incident_from_outcome`), so that
+  the history grows by itself.
+
+A ``partial`` outcome is not a success: it counts as an execution without success, and as a
+failure in the base-rate evidence.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from precedent.core.normalize import ACTION_KEYWORDS, canonical_resource_type, normalize_request
+from precedent.models import (
+    Incident,
+    IncidentResource,
+    Outcome,
+    PlaybookHistory,
+    RemediationRequestSpec,
+    RequestOutcomeResult,
+    Severity,
+)
+
+__all__ = [
+    "INCIDENT_REFERENCE_ANNOTATION",
+    "INCIDENT_REQUEST_UID_LABEL",
+    "OutcomeEvidence",
+    "OutcomeEvidenceTable",
+    "OutcomeRecord",
+    "PlaybookCounts",
+    "count_playbooks",
+    "evidence_table",
+    "incident_from_outcome",
+    "incident_name",
+    "outcome_record",
+    "severity_of_request",
+]
+
+INCIDENT_REFERENCE_ANNOTATION = "precedent.dev/remediation-request"
+"""Annotation on an Incident created from an outcome: ``<namespace>/<name>`` of the request."""
+INCIDENT_REQUEST_UID_LABEL = "precedent.dev/request-uid"
+"""Label on an Incident created from an outcome: the request's uid."""
+
+# Severity words as alerting systems and ticket priorities spell them (Prometheus/Alertmanager
+# severities, PagerDuty/Jira priorities, SEV levels). Anything else is medium.
+_SEVERITY_WORDS: dict[str, Severity] = {
+    **dict.fromkeys(
+        ("critical", "crit", "fatal", "emergency", "disaster", "p0", "p1", "sev0", "sev1"),
+        Severity.CRITICAL,
+    ),
+    **dict.fromkeys(("high", "error", "major", "urgent", "p2", "sev2"), Severity.HIGH),
+    **dict.fromkeys(
+        ("medium", "warning", "warn", "moderate", "average", "p3", "sev3"), Severity.MEDIUM
+    ),
+    **dict.fromkeys(("low", "info", "minor", "notice", "p4", "p5", "sev4", "sev5"), Severity.LOW),
+}
+
+_NAME_LIMIT = 63
+_UID_PART = 8
+_INVALID_NAME_CHARS = re.compile(r"[^a-z0-9-]+")
+
+
+@dataclass(frozen=True, slots=True)
+class OutcomeRecord:
+    """One request's reported outcome, reduced to what the counts and the evidence need."""
+
+    uid: str
+    """The request's uid: the key that makes each outcome count once."""
+    action: str
+    """The request's action, e.g. restart_service."""
+    resource_kind: str
+    """The canonical resource kind (``canonical_resource_type``), e.g. deployment."""
+    result: RequestOutcomeResult
+    """succeeded, failed or partial."""
+    playbook: str | None = None
+    """Id of the playbook the executor says ran, if it named one."""
+    finished_at: datetime | None = None
+    """When the action finished, as reported."""
+
+    @property
+    def succeeded(self) -> bool:
+        """Only ``succeeded`` is a success; ``partial`` is not."""
+        return self.result is RequestOutcomeResult.SUCCEEDED
+
+
+def outcome_record(uid: str, spec: RemediationRequestSpec) -> OutcomeRecord | None:
+    """The record of a request's outcome, or None while no outcome is reported."""
+    if spec.outcome is None:
+        return None
+    proposed = normalize_request(spec)
+    return OutcomeRecord(
+        uid=uid,
+        action=proposed.action,
+        resource_kind=proposed.resource_type,
+        result=spec.outcome.result,
+        playbook=spec.outcome.playbook.id if spec.outcome.playbook else None,
+        finished_at=spec.outcome.finished_at,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class PlaybookCounts:
+    """Executions and successes of one playbook."""
+
+    executions: int = 0
+    """How many times it ran."""
+    successes: int = 0
+    """How many of those succeeded."""
+
+    def plus(self, prior: PlaybookHistory) -> PlaybookCounts:
+        """These counts added to a playbook's hand-edited prior (``spec.history``)."""
+        return PlaybookCounts(self.executions + prior.executions, self.successes + prior.successes)
+
+    def as_history(self) -> PlaybookHistory:
+        """The counts in the shape the catalog scores (``Playbook.history``)."""
+        return PlaybookHistory(executions=self.executions, successes=self.successes)
+
+
+def count_playbooks(records: Iterable[OutcomeRecord]) -> dict[str, PlaybookCounts]:
+    """Executions and successes per playbook id, over the outcomes that name a playbook."""
+    executions: dict[str, int] = {}
+    successes: dict[str, int] = {}
+    for record in records:
+        if record.playbook is None:
+            continue
+        executions[record.playbook] = executions.get(record.playbook, 0) + 1
+        successes[record.playbook] = successes.get(record.playbook, 0) + int(record.succeeded)
+    return {pid: PlaybookCounts(n, successes[pid]) for pid, n in executions.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class OutcomeEvidence:
+    """How one kind of change (action × resource kind) has gone when it was reported."""
+
+    successes: int = 0
+    """Reported successes."""
+    failures: int = 0
+    """Reported failures and partial outcomes."""
+    failure_times: tuple[datetime, ...] = ()
+    """When the failures finished (those that said), oldest first."""
+
+    @property
+    def total(self) -> int:
+        """All reported outcomes."""
+        return self.successes + self.failures
+
+
+_NO_EVIDENCE = OutcomeEvidence()
+
+
+@dataclass(frozen=True, slots=True)
+class OutcomeEvidenceTable:
+    """A frozen snapshot of the base-rate evidence, looked up by (action, resource kind)."""
+
+    entries: Mapping[tuple[str, str], OutcomeEvidence] = field(default_factory=dict)
+    """(action, canonical resource kind) → evidence."""
+
+    def lookup(self, action: str, kind: str) -> OutcomeEvidence:
+        """The evidence for ``action`` on ``kind`` (aliases folded); empty when none."""
+        key = (action.strip().lower(), canonical_resource_type(kind))
+        return self.entries.get(key, _NO_EVIDENCE)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+
+def evidence_table(records: Iterable[OutcomeRecord]) -> OutcomeEvidenceTable:
+    """Successes and failures (with times) per (action, canonical resource kind)."""
+    successes: dict[tuple[str, str], int] = {}
+    failures: dict[tuple[str, str], list[datetime | None]] = {}
+    for record in records:
+        key = (record.action, record.resource_kind)
+        successes.setdefault(key, 0)
+        failures.setdefault(key, [])
+        if record.succeeded:
+            successes[key] += 1
+        else:
+            failures[key].append(record.finished_at)
+    entries = {
+        key: OutcomeEvidence(
+            successes=successes[key],
+            failures=len(failures[key]),
+            failure_times=tuple(sorted(t for t in failures[key] if t is not None)),
+        )
+        for key in successes
+    }
+    return OutcomeEvidenceTable(entries)
+
+
+def severity_of_request(spec: RemediationRequestSpec) -> Severity:
+    """The signal's severity, else the ``priority`` label, as a Severity; medium otherwise.
+
+    critical/crit/fatal/emergency/P0/P1/SEV1 → critical; high/error/major/urgent/P2/SEV2 →
+    high; medium/warning/moderate/P3/SEV3 → medium; low/info/minor/notice/P4/P5/SEV4 → low.
+    """
+    candidates = [spec.signal.severity if spec.signal else None, spec.labels.get("priority")]
+    for value in candidates:
+        if value:
+            found = _SEVERITY_WORDS.get(value.strip().lower().replace("-", "").replace(" ", ""))
+            if found is not None:
+                return found
+    return Severity.MEDIUM
+
+
+def incident_name(namespace: str, name: str, uid: str) -> str:
+    """``rr-<namespace>-<name>-<uid[:8]>``, at most 63 characters: one name per request.
+
+    The uid part is kept whole when the rest is trimmed, so two requests never share a name.
+    """
+    suffix = _INVALID_NAME_CHARS.sub("-", uid.lower())[:_UID_PART].strip("-") or "0"
+    stem = _INVALID_NAME_CHARS.sub("-", f"rr-{namespace}-{name}".lower())
+    stem = stem[: _NAME_LIMIT - len(suffix) - 1].rstrip("-")
+    return f"{stem}-{suffix}"
+
+
+def _shorten(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def incident_from_outcome(
+    spec: RemediationRequestSpec, *, namespace: str, name: str, uid: str, now: datetime
+) -> tuple[str, Incident] | None:
+    """The Incident a failed or partial outcome becomes (object name, spec); None otherwise.
+
+    Its id is its object name; ``occurredAt`` is the reported ``finishedAt``, else ``now``.
+    """
+    outcome = spec.outcome
+    if outcome is None or outcome.result is RequestOutcomeResult.SUCCEEDED:
+        return None
+    proposed = normalize_request(spec)
+    object_name = incident_name(namespace, name, uid)
+    verb = "failed" if outcome.result is RequestOutcomeResult.FAILED else "partly failed"
+    title = f"{spec.action} on {spec.target.kind}/{proposed.resource_name} {verb}"
+    first_line = outcome.message.strip().splitlines()[0] if outcome.message.strip() else ""
+    if first_line:
+        title = f"{title}: {first_line}"
+    environment = spec.labels.get("environment")
+    context = f"Namespace {namespace}" + (f", environment {environment}" if environment else "")
+    playbook = ""
+    if outcome.playbook is not None:
+        playbook = f" Playbook {outcome.playbook.id} {outcome.playbook.version or ''}".rstrip()
+        playbook += " ran."
+    parts = [
+        spec.description.strip(),
+        f"Reported outcome: {outcome.result.value}.{playbook} {outcome.message.strip()}".strip(),
+        f"{context}; RemediationRequest {namespace}/{name}.",
+    ]
+    tags = sorted(
+        {spec.action, *ACTION_KEYWORDS.get(spec.action, ()), "remediation-outcome"}
+        | ({f"environment-{environment}"} if environment else set())
+    )
+    incident = Incident(
+        id=object_name,
+        title=_shorten(title, 512),
+        description=_shorten("\n\n".join(p for p in parts if p), 8192),
+        action=spec.action,
+        resource=IncidentResource(type=proposed.resource_type, name=proposed.resource_name),
+        severity=severity_of_request(spec),
+        tags=[_shorten(t, 253) for t in tags],
+        outcome=Outcome.UNRESOLVED
+        if outcome.result is RequestOutcomeResult.FAILED
+        else Outcome.PARTIAL,
+        occurred_at=outcome.finished_at or now,
+        domain=spec.domain,
+    )
+    return object_name, incident
