@@ -11,7 +11,6 @@ from typing import Any
 
 import httpx
 import pytest
-from precedent.sandbox import SandboxThread
 from prometheus_client import CollectorRegistry
 
 from precedent.adapters.kube_api import API_PREFIX, ApiConnection, KubeApi
@@ -22,6 +21,7 @@ from precedent.services import OutcomeService
 from precedent.services.outcomes import RequestRef
 from precedent.settings import Settings
 from precedent.wiring import build_outcomes, build_service
+from precedent_sandbox import SandboxThread
 
 CRDS = Path(__file__).resolve().parents[2] / "crds"
 NOW = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)

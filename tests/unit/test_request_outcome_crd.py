@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 import yaml
-from precedent.sandbox.cel import attach_rules, check_rules
-from precedent.sandbox.errors import FieldError
-from precedent.sandbox.schema import Schema
 
 from precedent.models import RemediationRequestSpec, RequestOutcomeResult
+from precedent_sandbox.cel import attach_rules, check_rules
+from precedent_sandbox.errors import FieldError
+from precedent_sandbox.schema import Schema
 
 CRD = Path(__file__).resolve().parents[2] / "crds" / "remediationrequests.yaml"
 BASE: dict[str, Any] = {
