@@ -168,7 +168,6 @@ def _evaluate_default(
     outcomes: OutcomeEvidence | None,
     weights: RiskModelWeights | None,
 ) -> HistoricalResult:
-    ids = [i.id for i in history.incidents]
     semantic = sem.astype(np.float64) if mode != "rules" else None
     same_action = rules.action > 0
     if mode == "semantic":
@@ -184,7 +183,6 @@ def _evaluate_default(
         semantic=semantic,
         similarity=combined.astype(np.float64),
         threshold=threshold,
-        ids=ids,
         severity_rank=history.severity_rank,
         id_rank=history.id_rank,
         outcomes=outcomes,

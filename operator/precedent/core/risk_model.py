@@ -274,6 +274,7 @@ class IncidentContext:
             [i.action in ACTION_KEYWORDS for i in incidents], dtype=np.bool_
         )
         self.size = n
+        self.ids: tuple[str, ...] = tuple(i.id for i in incidents)
 
     def namespace_code(self, value: str | None) -> int:
         """The code of a request's namespace (-1 unknown)."""
@@ -324,7 +325,6 @@ def score_precedents(
     semantic: FloatArray | None,
     similarity: FloatArray,
     threshold: float,
-    ids: Sequence[str],
     severity_rank: npt.NDArray[np.int8],
     id_rank: npt.NDArray[np.int64],
     outcomes: OutcomeEvidence | None = None,
@@ -390,7 +390,14 @@ def score_precedents(
             "precedent",
             p0,
             _precedent_detail(
-                ids[top], action, same_action, same_name, same_type, tag_overlap, change, top
+                context.ids[top],
+                action,
+                same_action,
+                same_name,
+                same_type,
+                tag_overlap,
+                change,
+                top,
             ),
         )
     )
