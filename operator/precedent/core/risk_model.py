@@ -391,14 +391,13 @@ def score_precedents(
             p0,
             _precedent_detail(
                 context.ids[top],
-                action,
-                same_action,
-                same_name,
-                same_type,
-                tag_overlap,
-                change,
-                top,
-            ),
+                bool(same_action[top]),
+                bool(same_name[top]),
+                float(change[top]),
+                float(semantic[top]) if semantic is not None else 0.0,
+                w,
+            )
+            + _refinements(bool(same_type[top]), bool(tag_overlap[top])),
         )
     )
     p1 = p0 * float(environment[top])
@@ -518,29 +517,32 @@ def _no_precedent(precedent: BoolArray) -> str:
 
 def _precedent_detail(
     incident_id: str,
-    action: ProposedAction,
-    same_action: BoolArray,
-    same_name: BoolArray,
-    same_type: BoolArray,
-    tag_overlap: BoolArray,
-    change: FloatArray,
-    top: int,
+    same_action: bool,
+    same_name: bool,
+    change: float,
+    semantic: float,
+    w: RiskModelWeights,
 ) -> str:
-    what = (
-        "same action"
-        if same_action[top]
-        else f"same meaning ({float(change[top]):.2f})"
-        if float(change[top]) > 0.25 or not same_name[top]
-        else "another action"
-    )
-    where = "the same resource" if same_name[top] else "another resource"
+    if same_action:
+        what = "same action"
+    elif same_name and change <= w.name_only_change:
+        what = "another action"
+    elif change < semantic:
+        discount = change / semantic
+        what = f"similar text (semantic {semantic:.2f}) about another action (×{discount:.2f})"
+    else:
+        what = f"similar text (semantic {semantic:.2f})"
+    where = "the same resource" if same_name else "another resource"
+    return f"{incident_id}: {what} on {where}"
+
+
+def _refinements(same_type: bool, tag_overlap: bool) -> str:
     refinements = []
-    if not same_type[top]:
+    if not same_type:
         refinements.append("another resource type")
-    if not tag_overlap[top]:
+    if not tag_overlap:
         refinements.append("no matching tag")
-    tail = f" ({', '.join(refinements)})" if refinements else ""
-    return f"{incident_id}: {what} on {where}{tail}"
+    return f" ({', '.join(refinements)})" if refinements else ""
 
 
 def _environment_detail(context: IncidentContext, action: ProposedAction, top: int) -> str:
