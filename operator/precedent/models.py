@@ -38,6 +38,7 @@ __all__ = [
     "RequestOutcome",
     "RequestOutcomeResult",
     "RiskAssessment",
+    "RiskFactor",
     "Severity",
     "Signal",
     "SimilarIncident",
@@ -221,6 +222,15 @@ class Incident(WireModel):
     )
     domain: str | None = Field(default=None, max_length=63, description="Domain, for filtering.")
     quality_score: float = Field(default=1.0, ge=0, le=1, description="Record quality 0–1.")
+    environment: str | None = Field(
+        default=None, max_length=63, description="Environment it happened in, e.g. production."
+    )
+    namespace: str | None = Field(
+        default=None, max_length=63, description="Namespace of the affected resource, if any."
+    )
+    cluster: str | None = Field(
+        default=None, max_length=253, description="Cluster it happened in, if recorded."
+    )
 
     @field_validator("action", mode="before")
     @classmethod
@@ -329,6 +339,14 @@ class SimilarIncident(WireModel):
     outcome: Outcome = Field(default=Outcome.UNKNOWN, description="How it ended.")
 
 
+class RiskFactor(WireModel):
+    """One term of the risk score: what moved it and by how many points."""
+
+    name: str = Field(max_length=63, description="Factor name, e.g. precedent or environment.")
+    contribution: float = Field(description="Points it added (negative: removed), one decimal.")
+    detail: str = Field(max_length=512, description="One line saying why.")
+
+
 class RiskAssessment(WireModel):
     """SRI:Historical result (seed 000)."""
 
@@ -339,6 +357,11 @@ class RiskAssessment(WireModel):
     most_relevant_incident: str | None = Field(default=None, description="Top incident id.")
     recommended_procedure: str | None = Field(
         default=None, description="The top incident's recommended procedure."
+    )
+    factors: list[RiskFactor] = Field(
+        default_factory=list,
+        max_length=16,
+        description="Each factor's contribution in points (default model); they sum to the score.",
     )
 
 

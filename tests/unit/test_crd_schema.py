@@ -21,6 +21,7 @@ from precedent.models import (
     PolicyResult,
     Recommendation,
     RiskAssessment,
+    RiskFactor,
     Severity,
     SimilarIncident,
     SimilarityParts,
@@ -63,6 +64,10 @@ def full_assessment() -> Assessment:
             reasoning="Two critical incidents after restarts of payment-api.",
             most_relevant_incident="INC-2025-0847",
             recommended_procedure="1. Check the dependency graph first.",
+            factors=[
+                RiskFactor(name="precedent", contribution=100.0, detail="INC-2025-0847"),
+                RiskFactor(name="environment", contribution=-15.0, detail="staging request"),
+            ],
         ),
         similar_incidents=[
             SimilarIncident(

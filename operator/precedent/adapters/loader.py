@@ -17,13 +17,18 @@ import yaml
 from pydantic import ValidationError
 
 from precedent.errors import LoadError, describe_validation
-from precedent.models import API_GROUP, Incident, Playbook, RemediationRequestSpec
+from precedent.models import API_GROUP, Band, Decision, Incident, Playbook, RemediationRequestSpec
 
 __all__ = [
+    "EXPECTED_BAND",
+    "EXPECTED_DECISION",
+    "RATIONALE",
     "Document",
+    "LabelledRequest",
     "NamedRequest",
     "iter_documents",
     "load_incidents",
+    "load_labelled_requests",
     "load_playbooks",
     "load_requests",
 ]
@@ -202,3 +207,63 @@ def load_playbooks(paths: Iterable[str | Path], *, strict_kind: bool = False) ->
         seen[playbook.id] = doc.where
         playbooks.append(playbook)
     return playbooks
+
+
+EXPECTED_BAND = f"{API_GROUP}/expected-band"
+EXPECTED_DECISION = f"{API_GROUP}/expected-decision"
+RATIONALE = f"{API_GROUP}/rationale"
+
+
+@dataclass(frozen=True, slots=True)
+class LabelledRequest:
+    """A RemediationRequest annotated with the band (and optionally decision) it should get."""
+
+    request: NamedRequest
+    expected_band: Band
+    expected_decision: Decision | None
+    rationale: str
+
+
+def _annotations(doc: Document) -> dict[str, Any]:
+    meta = doc.body.get("metadata")
+    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    return annotations if isinstance(annotations, dict) else {}
+
+
+def load_labelled_requests(paths: Iterable[str | Path]) -> list[LabelledRequest]:
+    """RemediationRequests with ``precedent.dev/expected-band`` (required),
+    ``precedent.dev/expected-decision`` and ``precedent.dev/rationale`` annotations."""
+    labelled = []
+    for doc in iter_documents(paths):
+        spec = _validate(doc, RemediationRequestSpec, _spec(doc, "RemediationRequest"))
+        annotations = _annotations(doc)
+        band = annotations.get(EXPECTED_BAND)
+        if band is None:
+            raise doc.error(f"metadata.annotations[{EXPECTED_BAND!r}]: required for a labelled set")
+        try:
+            expected_band = Band(str(band).strip().lower())
+        except ValueError:
+            raise doc.error(
+                f"metadata.annotations[{EXPECTED_BAND!r}]: expected low, medium or high, "
+                f"found {band!r}"
+            ) from None
+        decision = annotations.get(EXPECTED_DECISION)
+        expected_decision = None
+        if decision is not None:
+            by_name = {d.value.lower(): d for d in Decision}
+            expected_decision = by_name.get(str(decision).strip().lower())
+            if expected_decision is None:
+                raise doc.error(
+                    f"metadata.annotations[{EXPECTED_DECISION!r}]: expected Approved, "
+                    f"Escalated or Denied, found {decision!r}"
+                )
+        request = NamedRequest(doc.name or f"request-{doc.index}", doc.namespace, spec, doc.where)
+        labelled.append(
+            LabelledRequest(
+                request=request,
+                expected_band=expected_band,
+                expected_decision=expected_decision,
+                rationale=str(annotations.get(RATIONALE, "")).strip(),
+            )
+        )
+    return labelled

@@ -1,8 +1,13 @@
 """The historical pattern scorer: "has something like this gone wrong before?" (seed 000).
 
 Similarity per incident is the rule similarity, the semantic similarity, or the larger of the
-two (mode ``rules`` | ``semantic`` | ``hybrid``); incidents at or above the threshold feed the
-SRI:Historical score.
+two (mode ``rules`` | ``semantic`` | ``hybrid``). Two risk models turn it into a score:
+
+- ``seed``: seed 000's formula exactly; every incident at or above the threshold counts, and
+  those are the listed similar incidents.
+- ``default``: core/risk_model.py; only precedents (the same action, the same resource or a
+  semantic match of what was done) count, with context, a bounded tail and the base rate of
+  past outcomes; the listed similar incidents are the precedents.
 """
 
 from __future__ import annotations
@@ -19,17 +24,20 @@ from precedent.core.history import History
 from precedent.core.normalize import ProposedAction
 from precedent.core.ranking import RankingWeights, rank_score
 from precedent.core.risk import band_for, decision_for, sri_score_weighted
-from precedent.core.similarity import SIMILARITY_THRESHOLD, RuleParts
+from precedent.core.risk_model import OutcomeEvidence, RiskModelWeights, score_precedents
+from precedent.core.similarity import SIMILARITY_THRESHOLD, RuleParts, RuleScores
 from precedent.models import (
     Incident,
     RiskAssessment,
+    RiskFactor,
     SimilarIncident,
     SimilarityParts,
 )
 
-__all__ = ["HistoricalResult", "SimilarityMode", "evaluate_history"]
+__all__ = ["HistoricalResult", "RiskModelName", "SimilarityMode", "evaluate_history"]
 
 SimilarityMode = Literal["rules", "semantic", "hybrid"]
+RiskModelName = Literal["seed", "default"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +59,9 @@ def evaluate_history(
     top_k: int = 5,
     ranking: RankingWeights | None = None,
     now: datetime | None = None,
+    risk_model: RiskModelName = "seed",
+    outcomes: OutcomeEvidence | None = None,
+    risk_weights: RiskModelWeights | None = None,
 ) -> HistoricalResult:
     """Score ``action`` against ``history``.
 
@@ -59,6 +70,10 @@ def evaluate_history(
     the most relevant incident follow the similarity; the listed similar incidents are ordered
     for people by ``rank_score`` (seed 002's hybrid score × seed 001's boosts, measured from
     ``now``).
+
+    ``risk_model`` picks the score: ``seed`` (seed 000 exactly, the default here so existing
+    callers keep their answers) or ``default`` (core/risk_model.py, which also reads
+    ``outcomes`` — past runs' successes and failures — and ``risk_weights``).
     """
     n = len(history)
     rules = history.rules.score(action)
@@ -75,6 +90,21 @@ def evaluate_history(
         combined = np.maximum(rule_total, sem)
     # Rounded so float32 sums such as 0.4 + 0.3 + 0.1 compare as the seed's 0.8.
     combined = np.round(combined, 4)
+    if risk_model == "default":
+        return _evaluate_default(
+            history,
+            action,
+            mode=mode,
+            rules=rules,
+            sem=sem,
+            combined=combined,
+            threshold=threshold,
+            top_k=top_k,
+            ranking=ranking,
+            now=now,
+            outcomes=outcomes,
+            weights=risk_weights,
+        )
     hits = np.flatnonzero(combined >= threshold - 1e-9)
 
     # Most similar first, then the more severe, then by id: one numpy sort, not a Python one.
@@ -121,6 +151,123 @@ def evaluate_history(
         else None,
     )
     return HistoricalResult(risk=risk, similar=similar, similar_count=len(ordered))
+
+
+def _evaluate_default(
+    history: History,
+    action: ProposedAction,
+    *,
+    mode: SimilarityMode,
+    rules: RuleScores,
+    sem: npt.NDArray[np.float32],
+    combined: npt.NDArray[np.float32],
+    threshold: float,
+    top_k: int,
+    ranking: RankingWeights | None,
+    now: datetime | None,
+    outcomes: OutcomeEvidence | None,
+    weights: RiskModelWeights | None,
+) -> HistoricalResult:
+    semantic = sem.astype(np.float64) if mode != "rules" else None
+    same_action = rules.action > 0
+    if mode == "semantic":
+        # Semantic mode compares meanings only: the rules neither gate nor count.
+        same_action = np.zeros(len(history), dtype=np.bool_)
+    model = score_precedents(
+        history.risk_context(weights),
+        action,
+        same_action=same_action,
+        same_name=rules.resource_name > 0,
+        same_type=rules.resource_type > 0,
+        tag_overlap=rules.tags > 0,
+        semantic=semantic,
+        similarity=combined.astype(np.float64),
+        threshold=threshold,
+        severity_rank=history.severity_rank,
+        id_rank=history.id_rank,
+        outcomes=outcomes,
+        now=now,
+    )
+    band = band_for(model.score)
+    decision = decision_for(band)
+
+    # The listed incidents are the precedents, including those below the threshold ("ranking
+    # is ranking"): counted ones first, each group in people's order (rank_score).
+    listed = np.flatnonzero(model.precedent)
+    below = ~model.scored[listed]
+    candidates = listed[
+        np.lexsort((history.id_rank[listed], -model.evidence[listed], -combined[listed], below))
+    ][: max(10 * top_k, 50)]
+    ranked = []
+    for p in candidates.tolist():
+        incident = history.incidents[p]
+        rank = rank_score(
+            incident,
+            float(combined[p]),
+            resource_name=action.resource_name,
+            now=now,
+            weights=ranking,
+        )
+        ranked.append((not bool(model.scored[p]), -rank.uncapped, p, rank.relevance))
+    ranked.sort(key=lambda r: (r[0], r[1], r[2]))
+    similar = [
+        _to_similar_incident(
+            history.incidents[p],
+            float(combined[p]),
+            rules.parts(p),
+            float(sem[p]) if mode != "rules" else None,
+            relevance,
+            mode,
+        )
+        for _, _, p, relevance in ranked[:top_k]
+    ]
+    top = history.incidents[model.strongest] if model.strongest is not None else None
+    reasoning = _default_reasoning(
+        history,
+        model.strongest,
+        int(model.scored.sum()),
+        int(model.precedent.sum()),
+        model.factors,
+        model.score,
+        band.value,
+        decision.value,
+    )
+    risk = RiskAssessment(
+        score=model.score,
+        band=band,
+        decision=decision,
+        reasoning=reasoning,
+        most_relevant_incident=top.id if top else None,
+        recommended_procedure=(top.recommended_procedure or top.resolution or None)
+        if top
+        else None,
+        factors=model.factors,
+    )
+    return HistoricalResult(risk=risk, similar=similar, similar_count=int(listed.size))
+
+
+def _default_reasoning(
+    history: History,
+    strongest: int | None,
+    counted: int,
+    listed: int,
+    factors: list[RiskFactor],
+    score: float,
+    band: str,
+    decision: str,
+) -> str:
+    verdict = f"Risk {score:g} → {band} risk, {decision}."
+    if strongest is None:
+        return f"No precedent for this change among {len(history)} incidents. {verdict}"
+    top = history.incidents[strongest]
+    noun = "precedent" if counted == 1 else "precedents"
+    moved = sorted(factors, key=lambda f: -abs(f.contribution))[:3]
+    named = "; ".join(f"{f.name} {f.contribution:+g} ({f.detail})" for f in moved)
+    extra = f", {listed - counted} more below the threshold" if listed > counted else ""
+    return (
+        f'{counted} {noun}{extra}. Strongest: {top.id} "{top.title}" ({top.severity.value}, '
+        f"{top.outcome.value}). Moved by: {named}. {verdict}"
+    )
 
 
 def _to_similar_incident(

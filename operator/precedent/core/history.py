@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from precedent.core.risk import SEVERITY_WEIGHTS
+from precedent.core.risk_model import IncidentContext, RiskModelWeights
 from precedent.core.similarity import RuleMatrix
 from precedent.models import Incident
 
@@ -40,6 +41,7 @@ class History:
             [SEVERITY_WEIGHTS[i.severity] for i in self.incidents], dtype=np.float64
         )
         self.id_rank = np.argsort(np.argsort(np.array([i.id for i in self.incidents], dtype=str)))
+        self._risk_context: IncidentContext | None = None
         digest = hashlib.sha256()
         for incident in sorted(self.incidents, key=lambda i: i.id):
             digest.update(json.dumps(incident.model_dump(mode="json"), sort_keys=True).encode())
@@ -50,6 +52,14 @@ class History:
 
     def __iter__(self) -> Iterator[Incident]:
         return iter(self.incidents)
+
+    def risk_context(self, weights: RiskModelWeights | None = None) -> IncidentContext:
+        """The default risk model's per-incident arrays (built once for the default weights)."""
+        if weights is not None:
+            return IncidentContext(self.incidents, weights)
+        if self._risk_context is None:
+            self._risk_context = IncidentContext(self.incidents, RiskModelWeights())
+        return self._risk_context
 
     def position(self, incident_id: str) -> int | None:
         """Index of an incident in this snapshot, or None."""

@@ -138,6 +138,9 @@ class ProposedAction:
     text: str = ""
     domain: str | None = None
     labels: tuple[tuple[str, str], ...] = ()
+    environment: str | None = None
+    namespace: str | None = None
+    cluster: str | None = None
 
     @property
     def display(self) -> str:
@@ -165,4 +168,15 @@ def normalize_request(spec: RemediationRequestSpec) -> ProposedAction:
         text=" ".join(_WORD.findall(words.lower())),
         domain=spec.domain,
         labels=tuple(sorted(spec.labels.items())),
+        # The risk model's context: where the change lands (labels carry what the target lacks).
+        environment=_context(spec.labels.get("environment")),
+        namespace=_context(spec.target.namespace),
+        cluster=_context(spec.labels.get("cluster")),
     )
+
+
+def _context(value: str | None) -> str | None:
+    """A context value compared case-insensitively; blank means unknown."""
+    if value is None or not value.strip():
+        return None
+    return value.strip().lower()
