@@ -57,15 +57,25 @@ def main() -> None:
     help="Playbook catalog: YAML file or directory, or a Context API URL. Default: "
     "$PRECEDENT_CATALOG, else data/playbooks if it exists, else no playbook selection.",
 )
+@click.option(
+    "--risk-model",
+    type=click.Choice(["seed", "default"]),
+    default=None,
+    help="seed: seed 000's formula as written; default: the discriminating model. Default: "
+    "$PRECEDENT_RISK_MODEL or default.",
+)
 def score(
     paths: tuple[str, ...],
     history: tuple[str, ...],
     output: str,
     mode: str | None,
     catalog: str | None,
+    risk_model: str | None,
 ) -> None:
     """Score RemediationRequest documents in PATHS (files, directories, or - for stdin)."""
     settings = settings_or_fail()
+    if risk_model is not None:
+        settings = settings.model_copy(update={"risk_model": risk_model})
     try:
         requests = load_requests(paths)
         if not requests:

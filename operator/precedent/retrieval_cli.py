@@ -11,12 +11,15 @@ from typing import Any
 import click
 
 from precedent.adapters.evaluation import load_history_jsonl, load_queries_jsonl, text_query
+from precedent.adapters.loader import load_labelled_requests
 from precedent.core.historical import SimilarityMode
 from precedent.core.history import History
+from precedent.core.risk_evaluation import format_confusion
 from precedent.errors import PrecedentError
 from precedent.models import SimilarIncident
-from precedent.output import fail, format_table, settings_or_fail
-from precedent.services.evaluation import run_evaluation
+from precedent.output import fail, format_table, run_async, settings_or_fail
+from precedent.services.evaluation import evaluate_risk, run_evaluation
+from precedent.settings import Settings
 from precedent.wiring import build_embedder, build_neighbours, build_service, load_history_files
 
 __all__ = ["eval_command", "fetch_model_command", "index_command", "search_command"]
@@ -113,20 +116,50 @@ def search_command(
 
 
 @click.command("eval")
-@click.option("--history", "history_path", required=True, type=click.Path(dir_okay=False))
-@click.option("--queries", "queries_path", required=True, type=click.Path(dir_okay=False))
+@click.option(
+    "--history",
+    "history_path",
+    default=None,
+    help="Retrieval: a .jsonl history (required with --queries). Risk: incident YAML file or "
+    "directory, or a .jsonl history (default: $PRECEDENT_HISTORY_PATH or data/incidents).",
+)
+@click.option("--queries", "queries_path", default=None, type=click.Path(dir_okay=False))
+@click.option(
+    "--risk",
+    "risk_path",
+    default=None,
+    type=click.Path(exists=True),
+    help="Labelled RemediationRequests (file or directory) annotated with "
+    "precedent.dev/expected-band: score them and compare.",
+)
 @click.option("--embedder", type=_EMBEDDER_CHOICE, default=None, help="Default: settings.")
 @click.option("--mode", type=_MODE_CHOICE, default=None, help="Default: settings (hybrid).")
+@click.option(
+    "--risk-model",
+    type=click.Choice(["seed", "default"]),
+    default=None,
+    help="Risk model for --risk. Default: $PRECEDENT_RISK_MODEL (default).",
+)
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table")
 def eval_command(
-    history_path: str,
-    queries_path: str,
+    history_path: str | None,
+    queries_path: str | None,
+    risk_path: str | None,
     embedder: str | None,
     mode: str | None,
+    risk_model: str | None,
     output: str,
 ) -> None:
-    """Retrieval quality of the operator's ranking on a labelled history: MRR, hit@k, MAP@10."""
+    """Retrieval quality (--history H.jsonl --queries Q.jsonl: MRR, hit@k, MAP@10) or risk
+    agreement (--risk DIR: accuracy, confusion matrix, misses) of the operator's own code."""
     settings = settings_or_fail()
+    if risk_model is not None:
+        settings = settings.model_copy(update={"risk_model": risk_model})
+    if risk_path is not None:
+        _eval_risk(settings, risk_path, history_path, embedder, mode, output)
+        return
+    if history_path is None or queries_path is None:
+        fail("pass --history H.jsonl and --queries Q.jsonl, or --risk PATH")
     try:
         history = load_history_jsonl(history_path)
         queries = load_queries_jsonl(queries_path, history)
@@ -163,6 +196,71 @@ def eval_command(
             ],
         )
     )
+
+
+def _eval_risk(
+    settings: Settings,
+    risk_path: str,
+    history_path: str | None,
+    embedder: str | None,
+    mode: str | None,
+    output: str,
+) -> None:
+    try:
+        labelled = load_labelled_requests([risk_path])
+        if not labelled:
+            raise PrecedentError(f"no RemediationRequest documents in {risk_path}")
+        service = build_service(
+            settings,
+            history=[history_path] if history_path else None,
+            mode=mode,  # type: ignore[arg-type]
+            embedder=embedder,
+            require_history=True,
+            catalog="",
+        )
+        evaluation = run_async(service, evaluate_risk(service, labelled))
+    except PrecedentError as exc:
+        fail(str(exc))
+        return
+    if output == "json":
+        document = {
+            "riskModel": service.config.risk_model,
+            "mode": service.config.mode,
+            "total": evaluation.total,
+            "correct": evaluation.correct,
+            "accuracy": round(evaluation.accuracy, 4),
+            "withinOneBand": evaluation.within_one,
+            "belowLabel": evaluation.under,
+            "confusion": {
+                e.value: {p.value: n for p, n in row.items()}
+                for e, row in evaluation.confusion.items()
+            },
+            "misses": [
+                {
+                    "name": m.name,
+                    "expected": m.expected.value,
+                    "predicted": m.predicted.value,
+                    "score": m.score,
+                    "rationale": m.rationale,
+                    "reasoning": m.reasoning,
+                }
+                for m in evaluation.misses
+            ],
+        }
+        click.echo(json.dumps(document, indent=2))
+        return
+    click.echo(
+        f"risk model {service.config.risk_model}, {service.config.mode} mode, "
+        f"{service.history_size()} incidents: accuracy {evaluation.accuracy:.1%} "
+        f"({evaluation.correct}/{evaluation.total}), within one band {evaluation.within_one}, "
+        f"below the label {evaluation.under}"
+    )
+    click.echo(format_confusion(evaluation))
+    for miss in evaluation.misses:
+        click.echo(
+            f"miss {miss.name}: expected {miss.expected.value}, got {miss.predicted.value} "
+            f"({miss.score:g})\n  label: {miss.rationale}\n  model: {miss.reasoning}"
+        )
 
 
 @click.command("index")

@@ -233,5 +233,8 @@ def build_service(
 def build_outcomes(
     settings: Settings, service: AssessmentService, cluster: ClusterWriter | None = None
 ) -> OutcomeService:
-    """Outcome handling over the service's in-process catalog, with the same success prior."""
-    return OutcomeService(service.catalog, prior=settings.success_prior, cluster=cluster)
+    """Outcome handling over the service's in-process catalog, with the same success prior;
+    its ledger becomes the service's base-rate evidence."""
+    outcomes = OutcomeService(service.catalog, prior=settings.success_prior, cluster=cluster)
+    service.evidence = outcomes.evidence
+    return outcomes

@@ -1,4 +1,4 @@
-"""The whole ``Assessor.assess`` call at 10k incidents: rules vs hybrid (lexical + exact FAISS).
+"""The whole assessment service call at 10k incidents: rules vs hybrid (lexical + exact FAISS).
 
 Prints p50/p99 over a few hundred requests and the hybrid / rules ratio from the same run.
 """
@@ -11,11 +11,11 @@ import time
 import numpy as np
 
 from precedent.adapters.vector_neighbours import VectorNeighbours
-from precedent.core.assess import Assessor
 from precedent.core.embedding import LexicalEmbedder
 from precedent.core.history import History
 from precedent.models import RemediationRequestSpec
 from tests.bench.synthetic import incidents, titles
+from tests.helpers import scorer
 
 SIZE = 10_000
 REQUESTS = 400
@@ -46,7 +46,7 @@ def main() -> None:
     specs = _requests()
     results = {}
     for mode in ("rules", "hybrid"):
-        assessor = Assessor(history, mode=mode, semantic=neighbours if mode == "hybrid" else None)  # type: ignore[arg-type]
+        assessor = scorer(history, mode=mode, semantic=neighbours if mode == "hybrid" else None)  # type: ignore[arg-type]
         assessor.assess(specs[0])
         times = []
         for spec in specs:

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from precedent.adapters.loader import load_incidents, load_labelled_requests, load_requests
-from precedent.adapters.retrieval import build_neighbours
 from precedent.adapters.vector_neighbours import VectorNeighbours
 from precedent.core.embedding import LexicalEmbedder
 from precedent.core.historical import HistoricalResult, SimilarityMode, evaluate_history
@@ -18,6 +17,7 @@ from precedent.core.normalize import ProposedAction, normalize_request
 from precedent.core.risk_evaluation import BandOutcome, evaluate_bands
 from precedent.models import Band, Decision, RemediationRequestSpec
 from precedent.settings import Settings
+from precedent.wiring import build_embedder, build_neighbours
 from tests.conftest import BUNDLED_INCIDENTS, ROOT
 
 SEED_REQUESTS = ROOT / "data" / "requests" / "seed-000.yaml"
@@ -41,7 +41,7 @@ def history() -> History:
 @pytest.fixture(scope="module")
 def neighbours() -> VectorNeighbours:
     """The configured embedder and index, as the operator builds them."""
-    return build_neighbours(Settings())
+    return build_neighbours(Settings(), build_embedder(Settings()))
 
 
 def assess(

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -14,20 +13,10 @@ from kopf.testing import KopfRunner
 
 from precedent.demo import apply, object_path
 from precedent_sandbox import SandboxThread
+from tests.helpers import eventually
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "data"
-
-
-def eventually(check: Callable[[], Any], timeout: float = 60.0) -> Any:
-    """Poll ``check`` until it returns something truthy; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.1)
-    raise AssertionError(f"not reached within {timeout:.0f} s")
 
 
 def condition(obj: dict[str, Any], kind: str) -> dict[str, Any] | None:
@@ -95,6 +84,7 @@ def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster
         monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
         monkeypatch.setenv("PRECEDENT_HISTORY_PATH", "")
         monkeypatch.setenv("PRECEDENT_CATALOG", "")
+        monkeypatch.setenv("PRECEDENT_STATUS_KEY", "integration-test-key")
         monkeypatch.setenv("PRECEDENT_METRICS_PORT", "0")
         with httpx.Client(base_url=sandbox.url, timeout=30) as client:
             apply(client, [DATA / "incidents", DATA / "playbooks"])

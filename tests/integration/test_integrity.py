@@ -48,7 +48,7 @@ def test_a_status_written_before_the_operator_is_not_trusted(cluster: Cluster) -
         )
     assert is_true(answer, "Ready")
     assert answer["status"]["risk"]["decision"] == "Denied"
-    assert answer["status"]["risk"]["score"] == 100
+    assert answer["status"]["risk"]["score"] > 60  # high: the forged "0" is gone
     assert answer["status"]["mark"].startswith("hmac-sha256:")
 
 

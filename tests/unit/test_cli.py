@@ -31,8 +31,29 @@ def run(*args: str, stdin: str | None = None, cwd: Path = REPO) -> subprocess.Co
     )
 
 
-def test_score_bundled_requests_prints_the_seed_rows() -> None:
+def test_default_model_keeps_each_seed_rows_band_and_top_incident() -> None:
     proc = run("score", "data/requests/seed-000.yaml", "--history", "data/incidents")
+    assert proc.returncode == 0, proc.stderr
+    rows = {line.split()[0]: line.split() for line in proc.stdout.splitlines()[1:]}
+    expected = {
+        "restart-payment-api": ("high", "Denied", "INC-2025-0847"),
+        "modify-nsg-east": ("high", "Denied", "INC-2025-0923"),
+        "scale-down-aks-prod": ("high", "Denied", "INC-2025-1089"),
+        "update-config-sql-prod": ("medium", "Escalated", "INC-2025-0634"),
+        "scale-up-web-tier-01": ("low", "Approved", "INC-2026-0012"),
+    }
+    assert {name: tuple(row[3:6]) for name, row in rows.items()} == expected
+
+
+def test_score_bundled_requests_prints_the_seed_rows() -> None:
+    proc = run(
+        "score",
+        "data/requests/seed-000.yaml",
+        "--history",
+        "data/incidents",
+        "--risk-model",
+        "seed",
+    )
     assert proc.returncode == 0, proc.stderr
     rows = {line.split()[0]: line.split() for line in proc.stdout.splitlines()[1:]}
     assert rows["restart-payment-api"][2:6] == ["100", "high", "Denied", "INC-2025-0847"]
@@ -56,7 +77,7 @@ def test_score_uses_data_incidents_by_default_and_reads_stdin() -> None:
 
 
 def test_json_output_is_the_full_assessment() -> None:
-    proc = run("score", "-", "-o", "json", stdin=VALID)
+    proc = run("score", "-", "-o", "json", "--risk-model", "seed", stdin=VALID)
     assert proc.returncode == 0, proc.stderr
     [doc] = json.loads(proc.stdout)
     assert doc["name"] == "restart-payment-api"

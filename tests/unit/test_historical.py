@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from precedent.adapters.loader import load_incidents
-from precedent.core.assess import Assessor
 from precedent.core.historical import evaluate_history
 from precedent.core.history import DuplicateIncidentError, History
 from precedent.core.normalize import normalize_request
@@ -20,6 +19,7 @@ from precedent.models import (
     RiskAssessment,
     SimilarIncident,
 )
+from tests.helpers import HistoryScorer, scorer
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 
@@ -30,8 +30,8 @@ def history() -> History:
 
 
 @pytest.fixture(scope="module")
-def assessor(history: History) -> Assessor:
-    return Assessor(history, mode="rules")
+def assessor(history: History) -> HistoryScorer:
+    return scorer(history, mode="rules")
 
 
 def spec(action: str, kind: str, name: str, **target: str) -> RemediationRequestSpec:
@@ -53,23 +53,23 @@ UNKNOWN = spec("frobnicate", "QuantumFluxCapacitor", "flux-1")
 # --- Return type & fields (4) ---
 
 
-def test_returns_an_assessment(assessor: Assessor) -> None:
+def test_returns_an_assessment(assessor: HistoryScorer) -> None:
     assert isinstance(assessor.assess(RESTART), Assessment)
 
 
-def test_risk_is_a_risk_assessment_with_score_in_range(assessor: Assessor) -> None:
+def test_risk_is_a_risk_assessment_with_score_in_range(assessor: HistoryScorer) -> None:
     risk = assessor.assess(SCALE_DOWN).risk
     assert isinstance(risk, RiskAssessment)
     assert 0 <= risk.score <= 100
 
 
-def test_band_and_decision_are_enums(assessor: Assessor) -> None:
+def test_band_and_decision_are_enums(assessor: HistoryScorer) -> None:
     risk = assessor.assess(UPDATE_CONFIG).risk
     assert isinstance(risk.band, Band)
     assert isinstance(risk.decision, Decision)
 
 
-def test_engine_info_and_input_hash(assessor: Assessor, history: History) -> None:
+def test_engine_info_and_input_hash(assessor: HistoryScorer, history: History) -> None:
     result = assessor.assess(RESTART)
     assert result.engine.history_size == len(history)
     assert result.engine.similarity_mode == "rules"
@@ -81,7 +81,7 @@ def test_engine_info_and_input_hash(assessor: Assessor, history: History) -> Non
 # --- No-match scenario (2) ---
 
 
-def test_unknown_resource_type_scores_zero(assessor: Assessor) -> None:
+def test_unknown_resource_type_scores_zero(assessor: HistoryScorer) -> None:
     result = assessor.assess(UNKNOWN)
     assert result.risk.score == 0
     assert result.risk.band is Band.LOW
@@ -90,7 +90,7 @@ def test_unknown_resource_type_scores_zero(assessor: Assessor) -> None:
     assert result.risk.most_relevant_incident is None
 
 
-def test_no_match_reasoning_says_so(assessor: Assessor) -> None:
+def test_no_match_reasoning_says_so(assessor: HistoryScorer) -> None:
     reasoning = assessor.assess(UNKNOWN).risk.reasoning
     assert reasoning.startswith("No similar past incidents")
     assert "0.30" in reasoning
@@ -101,14 +101,16 @@ def test_no_match_reasoning_says_so(assessor: Assessor) -> None:
 
 @pytest.mark.parametrize("request_spec", [RESTART, MODIFY_NSG, SCALE_DOWN])
 def test_high_risk_requests_are_denied(
-    assessor: Assessor, request_spec: RemediationRequestSpec
+    assessor: HistoryScorer, request_spec: RemediationRequestSpec
 ) -> None:
     result = assessor.assess(request_spec)
     assert result.risk.band is Band.HIGH
     assert result.risk.decision is Decision.DENIED
 
 
-def test_restart_finds_the_cascade_incident_with_all_four_dimensions(assessor: Assessor) -> None:
+def test_restart_finds_the_cascade_incident_with_all_four_dimensions(
+    assessor: HistoryScorer,
+) -> None:
     top = assessor.assess(RESTART).similar_incidents[0]
     assert (top.parts.action, top.parts.resource_type, top.parts.resource_name, top.parts.tags) == (
         0.4,
@@ -119,7 +121,7 @@ def test_restart_finds_the_cascade_incident_with_all_four_dimensions(assessor: A
     assert top.severity == "critical"
 
 
-def test_nsg_change_by_resource_id(assessor: Assessor) -> None:
+def test_nsg_change_by_resource_id(assessor: HistoryScorer) -> None:
     by_id = spec(
         "modify_nsg",
         "nsg",
@@ -132,13 +134,13 @@ def test_nsg_change_by_resource_id(assessor: Assessor) -> None:
     assert result.risk.score == 100
 
 
-def test_scale_down_is_more_than_its_top_incident_alone(assessor: Assessor) -> None:
+def test_scale_down_is_more_than_its_top_incident_alone(assessor: HistoryScorer) -> None:
     result = assessor.assess(SCALE_DOWN)
     assert result.similar_count > 1
     assert result.risk.score > 75
 
 
-def test_critical_match_of_a_different_resource_still_counts(assessor: Assessor) -> None:
+def test_critical_match_of_a_different_resource_still_counts(assessor: HistoryScorer) -> None:
     result = assessor.assess(spec("restart_service", "managedClusters", "checkout-api"))
     assert result.risk.most_relevant_incident == "INC-2025-0847"
     assert result.similar_incidents[0].similarity == pytest.approx(0.8)
@@ -148,38 +150,38 @@ def test_critical_match_of_a_different_resource_still_counts(assessor: Assessor)
 # --- Low-risk scenario (4) ---
 
 
-def test_scale_up_is_approved(assessor: Assessor) -> None:
+def test_scale_up_is_approved(assessor: HistoryScorer) -> None:
     result = assessor.assess(SCALE_UP)
     assert result.risk.band is Band.LOW
     assert result.risk.decision is Decision.APPROVED
 
 
-def test_scale_up_has_one_low_severity_precedent(assessor: Assessor) -> None:
+def test_scale_up_has_one_low_severity_precedent(assessor: HistoryScorer) -> None:
     result = assessor.assess(SCALE_UP)
     assert result.similar_count == 1
     assert result.similar_incidents[0].severity == "low"
 
 
-def test_scale_up_name_does_not_match(assessor: Assessor) -> None:
+def test_scale_up_name_does_not_match(assessor: HistoryScorer) -> None:
     parts = assessor.assess(SCALE_UP).similar_incidents[0].parts
     assert parts.resource_name == 0.0
     assert parts.rule == pytest.approx(0.8)
 
 
-def test_low_score_stays_under_the_escalation_line(assessor: Assessor) -> None:
+def test_low_score_stays_under_the_escalation_line(assessor: HistoryScorer) -> None:
     assert assessor.assess(SCALE_UP).risk.score <= 25
 
 
 # --- Output fields (3) ---
 
 
-def test_most_relevant_incident_is_the_top_similar(assessor: Assessor) -> None:
+def test_most_relevant_incident_is_the_top_similar(assessor: HistoryScorer) -> None:
     result = assessor.assess(MODIFY_NSG)
     assert result.risk.most_relevant_incident == result.similar_incidents[0].id
 
 
 def test_recommended_procedure_comes_from_the_top_incident(
-    assessor: Assessor, history: History
+    assessor: HistoryScorer, history: History
 ) -> None:
     result = assessor.assess(RESTART)
     top = history.get("INC-2025-0847")
@@ -188,27 +190,27 @@ def test_recommended_procedure_comes_from_the_top_incident(
     assert result.risk.recommended_procedure
 
 
-def test_no_match_has_no_procedure(assessor: Assessor) -> None:
+def test_no_match_has_no_procedure(assessor: HistoryScorer) -> None:
     assert assessor.assess(UNKNOWN).risk.recommended_procedure is None
 
 
 # --- SimilarIncident fields (3) ---
 
 
-def test_similar_incidents_have_similarity(assessor: Assessor) -> None:
+def test_similar_incidents_have_similarity(assessor: HistoryScorer) -> None:
     for inc in assessor.assess(SCALE_DOWN).similar_incidents:
         assert isinstance(inc, SimilarIncident)
         assert 0.3 <= inc.similarity <= 1.0
 
 
-def test_similar_incidents_sorted_by_relevance_for_people(assessor: Assessor) -> None:
+def test_similar_incidents_sorted_by_relevance_for_people(assessor: HistoryScorer) -> None:
     listed = assessor.assess(SCALE_DOWN).similar_incidents
     relevance = [i.relevance for i in listed]
     assert None not in relevance
     assert relevance == sorted(relevance, reverse=True)  # type: ignore[type-var]
 
 
-def test_similar_incident_fields_are_populated(assessor: Assessor) -> None:
+def test_similar_incident_fields_are_populated(assessor: HistoryScorer) -> None:
     for inc in assessor.assess(SCALE_DOWN).similar_incidents:
         assert inc.id
         assert inc.title
@@ -221,11 +223,11 @@ def test_similar_incident_fields_are_populated(assessor: Assessor) -> None:
 # --- Reasoning (2) ---
 
 
-def test_reasoning_names_the_top_incident(assessor: Assessor) -> None:
+def test_reasoning_names_the_top_incident(assessor: HistoryScorer) -> None:
     assert "INC-2025-0847" in assessor.assess(RESTART).risk.reasoning
 
 
-def test_reasoning_counts_the_similar_incidents(assessor: Assessor) -> None:
+def test_reasoning_counts_the_similar_incidents(assessor: HistoryScorer) -> None:
     result = assessor.assess(SCALE_DOWN)
     assert f"{result.similar_count} similar past incidents" in result.risk.reasoning
 
@@ -250,7 +252,7 @@ spec:
 """
     )
     history = History(load_incidents([custom]))
-    result = Assessor(history).assess(spec("drain_node", "Node", "node-7"))
+    result = scorer(history).assess(spec("drain_node", "Node", "node-7"))
     assert result.risk.most_relevant_incident == "INC-1"
     assert result.risk.score == 75
 
@@ -260,7 +262,7 @@ def test_empty_history_scores_zero(tmp_path: Path) -> None:
     empty.write_text("")
     history = History(load_incidents([empty]))
     assert len(history) == 0
-    result = Assessor(history).assess(RESTART)
+    result = scorer(history).assess(RESTART)
     assert result.risk.score == 0
     assert result.risk.decision is Decision.APPROVED
 

@@ -12,10 +12,10 @@ import pytest
 from precedent.adapters.model_files import MINILM_FILES, verify_model_files
 from precedent.adapters.onnx_embedder import OnnxEmbedder
 from precedent.adapters.vector_neighbours import VectorNeighbours
-from precedent.core.assess import Assessor
 from precedent.core.history import History
 from precedent.errors import DependencyError
 from precedent.models import RemediationRequestSpec
+from tests.helpers import scorer
 
 
 def test_model_files_match_their_pinned_sha256(model_dir: Path) -> None:
@@ -51,7 +51,7 @@ def test_minilm_in_hybrid_mode_finds_the_seed_paraphrase(
             "description": "Scaling down the order-processing service",
         }
     )
-    result = Assessor(
+    result = scorer(
         seed_history, mode="hybrid", semantic=VectorNeighbours(OnnxEmbedder(model_dir))
     ).assess(spec)
     found = {s.id: s for s in result.similar_incidents}

@@ -8,13 +8,14 @@ from typing import Any
 
 import pytest
 
+from precedent.core.normalize import normalize_request
 from precedent.core.outcomes import (
     OutcomeRecord,
     PlaybookCounts,
     count_playbooks,
-    evidence_table,
     incident_from_outcome,
     incident_name,
+    outcome_evidence,
     outcome_record,
     severity_of_request,
 )
@@ -53,6 +54,7 @@ def record(
         result=RequestOutcomeResult(result),
         playbook=playbook,
         finished_at=at,
+        target="payment-api",
     )
 
 
@@ -72,10 +74,8 @@ def test_playbook_counts_only_succeeded_is_a_success_and_unnamed_outcomes_are_no
     assert counts["pb"].plus(prior).as_history() == PlaybookHistory(executions=43, successes=39)
 
 
-def test_evidence_counts_partial_as_failure_with_times_oldest_first_and_folds_kind_aliases() -> (
-    None
-):
-    table = evidence_table(
+def test_evidence_counts_partial_as_failure_per_kind_and_per_target() -> None:
+    evidence = outcome_evidence(
         [
             record("a", "succeeded"),
             record("b", "failed", at=T2),
@@ -83,14 +83,15 @@ def test_evidence_counts_partial_as_failure_with_times_oldest_first_and_folds_ki
             record("d", "failed"),  # no finishedAt: counted, no time
         ]
     )
-    evidence = table.lookup("restart_service", "Deployments")
-    assert (evidence.successes, evidence.failures, evidence.total) == (1, 3, 4)
-    assert evidence.failure_times == (T1, T2)
-    assert table.lookup("RESTART_SERVICE", "deploy") == evidence
-    empty = table.lookup("scale_down", "deployment")
-    assert (empty.successes, empty.failures, empty.failure_times) == (0, 0, ())
-    with pytest.raises(AttributeError):
-        evidence.successes = 5  # type: ignore[misc]  # a frozen snapshot
+    action = normalize_request(spec())
+    [own] = evidence.lookup(action)  # the target's own record wins over its kind's
+    assert own.target == action.resource_name
+    assert (own.successes, own.failures) == (1, 3)
+    assert sorted(t for t in own.failure_times if t) == [T1, T2]
+    other = normalize_request(spec(target={"kind": "deploy", "name": "elsewhere"}))
+    [kind] = evidence.lookup(other)  # another Deployment: the kind's record, aliases folded
+    assert kind.target is None
+    assert (kind.successes, kind.failures) == (1, 3)
 
 
 def test_outcome_record_uses_the_normalised_action_and_kind() -> None:

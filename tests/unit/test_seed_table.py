@@ -7,11 +7,11 @@ import pytest
 
 from precedent.adapters.loader import load_incidents
 from precedent.adapters.vector_neighbours import VectorNeighbours
-from precedent.core.assess import Assessor
 from precedent.core.embedding import LexicalEmbedder
 from precedent.core.history import History
 from precedent.models import Band, Decision, RemediationRequestSpec
 from tests.conftest import BUNDLED_INCIDENTS
+from tests.helpers import scorer
 
 # action, target kind, target name, top incident, top similarity, score (None: "75+"), band
 SEED_ROWS = [
@@ -50,7 +50,7 @@ def test_rules_mode_reproduces_the_seed_table(
     band: Band,
 ) -> None:
     for history in _histories(seed_history):
-        result = Assessor(history, mode="rules").assess(_spec(action, kind, name))
+        result = scorer(history, mode="rules").assess(_spec(action, kind, name))
         assert result.risk.most_relevant_incident == top
         assert result.similar_incidents[0].id == top
         assert result.risk.band is band
@@ -77,7 +77,7 @@ def test_hybrid_mode_keeps_each_rows_band_and_top_incident(
     band: Band,
 ) -> None:
     for history in _histories(seed_history):
-        assessor = Assessor(history, mode="hybrid", semantic=VectorNeighbours(LexicalEmbedder()))
+        assessor = scorer(history, mode="hybrid", semantic=VectorNeighbours(LexicalEmbedder()))
         description = f"{action.replace('_', ' ')} {name}"
         result = assessor.assess(_spec(action, kind, name, description))
         assert result.risk.most_relevant_incident == top
@@ -100,8 +100,8 @@ def test_seed_paraphrase_is_found_above_the_threshold(seed_history: History) -> 
         "scale_down", "Deployment", "order-processing", "Scaling down the order-processing service"
     )
     for history in _histories(seed_history):
-        assessor = Assessor(history, mode="hybrid", semantic=VectorNeighbours(LexicalEmbedder()))
-        neighbours = assessor.semantic
+        assessor = scorer(history, mode="hybrid", semantic=VectorNeighbours(LexicalEmbedder()))
+        neighbours = assessor.service.neighbours
         assert neighbours is not None
         from precedent.core.normalize import normalize_request
 
@@ -116,9 +116,9 @@ def test_semantic_mode_finds_the_paraphrase_without_any_rule_match(seed_history:
     spec = _spec(
         "adjust_capacity", "Deployment", "order-processing", "Scaling down the payment API"
     )
-    rules = Assessor(seed_history, mode="rules").assess(spec)
+    rules = scorer(seed_history, mode="rules").assess(spec)
     assert all(s.id != "INC-2025-1089" for s in rules.similar_incidents)
-    hybrid = Assessor(
+    hybrid = scorer(
         seed_history, mode="hybrid", semantic=VectorNeighbours(LexicalEmbedder())
     ).assess(spec)
     found = next(s for s in hybrid.similar_incidents if s.id == "INC-2025-1089")

@@ -9,7 +9,6 @@ import pytest
 
 from precedent.adapters.loader import load_incidents
 from precedent.adapters.vector_neighbours import VectorNeighbours
-from precedent.core.assess import Assessor
 from precedent.core.embedding import Bm25, DocumentFrequencies, LexicalEmbedder
 from precedent.core.history import History
 from precedent.core.normalize import normalize_request
@@ -17,6 +16,7 @@ from precedent.core.semantic import incident_text
 from precedent.core.vocabulary import concepts
 from precedent.models import RemediationRequestSpec
 from tests.conftest import SEED_INCIDENTS
+from tests.helpers import scorer
 
 
 def _spec(action: str, kind: str, name: str, description: str) -> RemediationRequestSpec:
@@ -38,7 +38,7 @@ def test_reduce_replicas_paraphrase_finds_the_premature_scale_down_first(descrip
     among the seed's incidents (the rules see neither the action nor the resource)."""
     spec = _spec("reduce_replicas", "Deployment", "order-processing", description)
     history = History(load_incidents([SEED_INCIDENTS]))
-    result = Assessor(history, mode="hybrid", semantic=VectorNeighbours(LexicalEmbedder())).assess(
+    result = scorer(history, mode="hybrid", semantic=VectorNeighbours(LexicalEmbedder())).assess(
         spec
     )
     top = result.similar_incidents[0]

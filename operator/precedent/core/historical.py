@@ -191,19 +191,24 @@ def _evaluate_default(
     band = band_for(model.score)
     decision = decision_for(band)
 
-    # The listed incidents are the precedents, including those below the threshold ("ranking
-    # is ranking"): counted ones first, each group in people's order (rank_score).
-    listed = np.flatnonzero(model.precedent)
+    # "Ranking is ranking": every candidate the retriever returned is listed — the precedents
+    # (also those below the threshold) and the semantic neighbours that are no precedent — the
+    # counted precedents first, each group in people's order (rank_score). The threshold
+    # applies to the score only. A neighbour that is no precedent ranks by its semantic
+    # similarity alone, so a resource-type match never lifts it.
+    retrieved = model.precedent | (sem > 0) if mode != "rules" else model.precedent
+    listed = np.flatnonzero(retrieved)
+    shown = np.where(model.precedent, combined, sem).astype(np.float64)
     below = ~model.scored[listed]
     candidates = listed[
-        np.lexsort((history.id_rank[listed], -model.evidence[listed], -combined[listed], below))
+        np.lexsort((history.id_rank[listed], -model.evidence[listed], -shown[listed], below))
     ][: max(10 * top_k, 50)]
     ranked = []
     for p in candidates.tolist():
         incident = history.incidents[p]
         rank = rank_score(
             incident,
-            float(combined[p]),
+            float(shown[p]),
             resource_name=action.resource_name,
             now=now,
             weights=ranking,
@@ -213,7 +218,7 @@ def _evaluate_default(
     similar = [
         _to_similar_incident(
             history.incidents[p],
-            float(combined[p]),
+            float(shown[p]),
             rules.parts(p),
             float(sem[p]) if mode != "rules" else None,
             relevance,
@@ -243,7 +248,7 @@ def _evaluate_default(
         else None,
         factors=model.factors,
     )
-    return HistoricalResult(risk=risk, similar=similar, similar_count=int(listed.size))
+    return HistoricalResult(risk=risk, similar=similar, similar_count=int(model.precedent.sum()))
 
 
 def _default_reasoning(
@@ -256,7 +261,7 @@ def _default_reasoning(
     band: str,
     decision: str,
 ) -> str:
-    verdict = f"Risk {score:g} → {band} risk, {decision}."
+    verdict = f"Risk {score:g} → {band} risk."
     if strongest is None:
         return f"No precedent for this change among {len(history)} incidents. {verdict}"
     top = history.incidents[strongest]
@@ -312,7 +317,7 @@ def _reasoning(
     band: str,
     decision: str,
 ) -> str:
-    verdict = f"SRI:Historical {score:g} → {band} risk, {decision}."
+    verdict = f"SRI:Historical {score:g} → {band} risk."
     if not ordered:
         return (
             f"No similar past incidents (similarity ≥ {SIMILARITY_THRESHOLD:.2f}) among "

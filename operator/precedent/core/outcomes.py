@@ -8,7 +8,7 @@ that a duplicate event or a restart can never count one twice:
   playbook's hand-edited prior (``spec.history``); seed 004's historical part of the
   confidence is their smoothed rate;
 * **base-rate evidence** — per (action, canonical resource kind), the successes and the
-  failures with their times, for the risk model (:class:`OutcomeEvidence`);
+  failures with their times, for the risk model (``core.risk_model.OutcomeEvidence``);
 * **an Incident** for a failed or partial outcome (:func:`incident_from_outcome`), so that
   the history grows by itself.
 
@@ -19,11 +19,13 @@ failure in the base-rate evidence.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 
-from precedent.core.normalize import ACTION_KEYWORDS, canonical_resource_type, normalize_request
+from precedent.core.normalize import ACTION_KEYWORDS, normalize_request
+from precedent.core.risk_model import OutcomeEvidence
+from precedent.core.risk_model import OutcomeRecord as OutcomeRecord_
 from precedent.models import (
     Incident,
     IncidentResource,
@@ -37,14 +39,12 @@ from precedent.models import (
 __all__ = [
     "INCIDENT_REFERENCE_ANNOTATION",
     "INCIDENT_REQUEST_UID_LABEL",
-    "OutcomeEvidence",
-    "OutcomeEvidenceTable",
     "OutcomeRecord",
     "PlaybookCounts",
     "count_playbooks",
-    "evidence_table",
     "incident_from_outcome",
     "incident_name",
+    "outcome_evidence",
     "outcome_record",
     "severity_of_request",
 ]
@@ -89,6 +89,8 @@ class OutcomeRecord:
     """Id of the playbook the executor says ran, if it named one."""
     finished_at: datetime | None = None
     """When the action finished, as reported."""
+    target: str | None = None
+    """The target's short name (lower case), for target-specific evidence."""
 
     @property
     def succeeded(self) -> bool:
@@ -108,6 +110,7 @@ def outcome_record(uid: str, spec: RemediationRequestSpec) -> OutcomeRecord | No
         result=spec.outcome.result,
         playbook=spec.outcome.playbook.id if spec.outcome.playbook else None,
         finished_at=spec.outcome.finished_at,
+        target=proposed.resource_name or None,
     )
 
 
@@ -141,63 +144,37 @@ def count_playbooks(records: Iterable[OutcomeRecord]) -> dict[str, PlaybookCount
     return {pid: PlaybookCounts(n, successes[pid]) for pid, n in executions.items()}
 
 
-@dataclass(frozen=True, slots=True)
-class OutcomeEvidence:
-    """How one kind of change (action × resource kind) has gone when it was reported."""
+def outcome_evidence(records: Iterable[OutcomeRecord]) -> OutcomeEvidence:
+    """The risk model's base-rate evidence: per (action, kind) and per (action, kind, target).
 
-    successes: int = 0
-    """Reported successes."""
-    failures: int = 0
-    """Reported failures and partial outcomes."""
-    failure_times: tuple[datetime, ...] = ()
-    """When the failures finished (those that said), oldest first."""
-
-    @property
-    def total(self) -> int:
-        """All reported outcomes."""
-        return self.successes + self.failures
-
-
-_NO_EVIDENCE = OutcomeEvidence()
-
-
-@dataclass(frozen=True, slots=True)
-class OutcomeEvidenceTable:
-    """A frozen snapshot of the base-rate evidence, looked up by (action, resource kind)."""
-
-    entries: Mapping[tuple[str, str], OutcomeEvidence] = field(default_factory=dict)
-    """(action, canonical resource kind) → evidence."""
-
-    def lookup(self, action: str, kind: str) -> OutcomeEvidence:
-        """The evidence for ``action`` on ``kind`` (aliases folded); empty when none."""
-        key = (action.strip().lower(), canonical_resource_type(kind))
-        return self.entries.get(key, _NO_EVIDENCE)
-
-    def __len__(self) -> int:
-        return len(self.entries)
-
-
-def evidence_table(records: Iterable[OutcomeRecord]) -> OutcomeEvidenceTable:
-    """Successes and failures (with times) per (action, canonical resource kind)."""
-    successes: dict[tuple[str, str], int] = {}
-    failures: dict[tuple[str, str], list[datetime | None]] = {}
+    Successes and failures (``partial`` counts as a failure) with the failures' times; the
+    model prefers a target's own record over its kind's.
+    """
+    successes: dict[tuple[str, str, str | None], int] = {}
+    failures: dict[tuple[str, str, str | None], list[datetime | None]] = {}
     for record in records:
-        key = (record.action, record.resource_kind)
-        successes.setdefault(key, 0)
-        failures.setdefault(key, [])
-        if record.succeeded:
-            successes[key] += 1
-        else:
-            failures[key].append(record.finished_at)
-    entries = {
-        key: OutcomeEvidence(
-            successes=successes[key],
-            failures=len(failures[key]),
-            failure_times=tuple(sorted(t for t in failures[key] if t is not None)),
+        for key in (
+            (record.action, record.resource_kind, None),
+            (record.action, record.resource_kind, record.target),
+        ):
+            successes.setdefault(key, 0)
+            failures.setdefault(key, [])
+            if record.succeeded:
+                successes[key] += 1
+            else:
+                failures[key].append(record.finished_at)
+    return OutcomeEvidence(
+        tuple(
+            OutcomeRecord_(
+                action=action,
+                resource_kind=kind,
+                target=target,
+                successes=successes[(action, kind, target)],
+                failure_times=tuple(failures[(action, kind, target)]),
+            )
+            for action, kind, target in sorted(successes, key=lambda k: (k[0], k[1], k[2] or ""))
         )
-        for key in successes
-    }
-    return OutcomeEvidenceTable(entries)
+    )
 
 
 def severity_of_request(spec: RemediationRequestSpec) -> Severity:

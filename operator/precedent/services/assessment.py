@@ -19,7 +19,7 @@ import asyncio
 import hashlib
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -30,13 +30,19 @@ from pydantic import ValidationError
 
 from precedent import __version__
 from precedent.adapters.catalog_local import LocalPlaybookCatalog
-from precedent.core.historical import HistoricalResult, SimilarityMode, evaluate_history
+from precedent.core.historical import (
+    HistoricalResult,
+    RiskModelName,
+    SimilarityMode,
+    evaluate_history,
+)
 from precedent.core.history import History
 from precedent.core.normalize import ProposedAction, normalize_request
 from precedent.core.playbooks import PlaybookQuery, SuccessPrior, historical_success
 from precedent.core.policy import PolicyEngine
 from precedent.core.ports import PlaybookDecision, SemanticNeighbours
 from precedent.core.ranking import RankingWeights
+from precedent.core.risk_model import OutcomeEvidence
 from precedent.core.similarity import SIMILARITY_THRESHOLD
 from precedent.errors import DependencyError, InputError, describe_validation
 from precedent.models import (
@@ -76,7 +82,7 @@ class AssessmentSettings:
 
     mode: SimilarityMode = "hybrid"
     """rules, semantic, or hybrid (the larger of the two per incident)."""
-    risk_model: str = "default"
+    risk_model: RiskModelName = "default"
     """seed (seed 000's formula as written) or default."""
     threshold: float = SIMILARITY_THRESHOLD
     """Minimum similarity for an incident to count in the risk score."""
@@ -125,6 +131,9 @@ class AssessmentService:
         self.policy = policy
         self.config = config
         self.signer = signer or StatusSigner()
+        # Outcomes reported on past requests (base-rate evidence for the default risk model);
+        # the operator connects its outcome ledger here, commands have none.
+        self.evidence: Callable[[], OutcomeEvidence] | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="precedent-assess")
 
     # -- the history and the catalog follow the cluster's objects -----------------------------
@@ -222,6 +231,8 @@ class AssessmentService:
                 top_k=top_k or self.config.top_k,
                 ranking=self.config.ranking,
                 now=now,
+                risk_model=self.config.risk_model,
+                outcomes=self.evidence() if self.evidence is not None else None,
             )
         return history, result
 
@@ -231,20 +242,25 @@ class AssessmentService:
         """The ``k`` most relevant past incidents, ranked exactly as the status lists them."""
         return self.score(action, top_k=k, now=now)[1].similar
 
-    def _assessment(
-        self, request: NormalizedRequest, playbook: PlaybookDecision | None, now: datetime | None
+    def assess_normalised(
+        self,
+        request: NormalizedRequest,
+        playbook: PlaybookDecision | None = None,
+        now: datetime | None = None,
     ) -> Assessment:
+        """History, risk and the policy's decision for a normalised request, on this thread,
+        with the catalog's answer (``playbook``) if one was asked."""
         history, result = self.score(request.action, now=now)
         verdict = self.policy.decide(request.action.action, result.risk.band)
-        risk = result.risk
-        if verdict.decision is not risk.decision:
-            risk = risk.model_copy(
-                update={
-                    "decision": verdict.decision,
-                    "reasoning": f"{risk.reasoning} Policy: {verdict.policy.reason} → "
-                    f"{verdict.decision}.",
-                }
-            )
+        # The risk part says how risky; the policy alone says what happens (and why, when the
+        # access level changed the band's decision).
+        because = f" ({verdict.policy.reason})" if verdict.policy.reason else ""
+        risk = result.risk.model_copy(
+            update={
+                "decision": verdict.decision,
+                "reasoning": f"{result.risk.reasoning} Decision: {verdict.decision}{because}.",
+            }
+        )
         playbook = playbook or PlaybookDecision()
         return Assessment(
             risk=risk,
@@ -279,7 +295,7 @@ class AssessmentService:
             decision = (await self.selector.select_query(request.query)).decision
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
-            self._executor, partial(self._assessment, request, decision, now)
+            self._executor, partial(self.assess_normalised, request, decision, now)
         )
 
     async def assess_many(
@@ -292,7 +308,7 @@ class AssessmentService:
             picks = await self.selector.select_many([r.query for r in requests])
             decisions = [p.decision for p in picks]
         return [
-            self._assessment(request, decision, now)
+            self.assess_normalised(request, decision, now)
             for request, decision in zip(requests, decisions, strict=True)
         ]
 

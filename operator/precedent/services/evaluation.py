@@ -10,10 +10,12 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from precedent.adapters.evaluation import EvalQuery
+from precedent.adapters.loader import LabelledRequest
 from precedent.core.evaluation import QueryOutcome, RetrievalMetrics, summarize
+from precedent.core.risk_evaluation import BandOutcome, RiskEvaluation, evaluate_bands
 from precedent.services.assessment import AssessmentService
 
-__all__ = ["EVAL_DEPTH", "rank_for_query", "run_evaluation"]
+__all__ = ["EVAL_DEPTH", "evaluate_risk", "rank_for_query", "run_evaluation"]
 
 EVAL_DEPTH = 100
 """How many incidents are ranked per query (MAP@10 and MRR need only the top)."""
@@ -38,3 +40,21 @@ def rank_for_query(
 def run_evaluation(service: AssessmentService, queries: Sequence[EvalQuery]) -> RetrievalMetrics:
     """MRR, hit@1, hit@5 and MAP@10 of the operator's ranking over ``queries``."""
     return summarize(QueryOutcome.of(rank_for_query(service, q), q.relevant) for q in queries)
+
+
+async def evaluate_risk(
+    service: AssessmentService, labelled: Sequence[LabelledRequest]
+) -> RiskEvaluation:
+    """Assess each labelled request as the operator does and compare its band with the label."""
+    assessments = await service.assess_many([item.request.spec for item in labelled])
+    return evaluate_bands(
+        BandOutcome(
+            name=item.request.name,
+            expected=item.expected_band,
+            predicted=assessment.risk.band,
+            score=assessment.risk.score,
+            reasoning=assessment.risk.reasoning,
+            rationale=item.rationale,
+        )
+        for item, assessment in zip(labelled, assessments, strict=True)
+    )

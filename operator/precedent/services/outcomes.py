@@ -32,15 +32,15 @@ from precedent.adapters.catalog_local import LocalPlaybookCatalog
 from precedent.core.outcomes import (
     INCIDENT_REFERENCE_ANNOTATION,
     INCIDENT_REQUEST_UID_LABEL,
-    OutcomeEvidenceTable,
     OutcomeRecord,
     PlaybookCounts,
     count_playbooks,
-    evidence_table,
     incident_from_outcome,
+    outcome_evidence,
     outcome_record,
 )
 from precedent.core.playbooks import SuccessPrior, historical_success
+from precedent.core.risk_model import OutcomeEvidence
 from precedent.errors import InputError
 from precedent.metrics import METRICS, Metrics
 from precedent.models import API_VERSION, Playbook, PlaybookHistory, RequestOutcomeResult
@@ -75,7 +75,7 @@ class OutcomeLedger:
 
     def __init__(self) -> None:
         self._records: dict[str, OutcomeRecord] = {}
-        self._evidence: OutcomeEvidenceTable | None = None
+        self._evidence: OutcomeEvidence | None = None
         self._counts: dict[str, PlaybookCounts] | None = None
         # kopf's event loop writes; the scoring thread may read the evidence.
         self._lock = threading.Lock()
@@ -111,11 +111,11 @@ class OutcomeLedger:
                 self._counts = count_playbooks(self._records.values())
             return self._counts.get(playbook, PlaybookCounts())
 
-    def evidence(self) -> OutcomeEvidenceTable:
+    def evidence(self) -> OutcomeEvidence:
         """The base-rate evidence per (action, resource kind): a frozen snapshot."""
         with self._lock:
             if self._evidence is None:
-                self._evidence = evidence_table(self._records.values())
+                self._evidence = outcome_evidence(self._records.values())
             return self._evidence
 
     def __len__(self) -> int:
@@ -311,7 +311,7 @@ class OutcomeService:
             event=_event(outcome.result, playbook, counts, incident),
         )
 
-    def evidence(self) -> OutcomeEvidenceTable:
+    def evidence(self) -> OutcomeEvidence:
         """The base-rate evidence snapshot for the risk model."""
         return self.ledger.evidence()
 

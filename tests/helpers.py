@@ -1,0 +1,63 @@
+"""Helpers shared by the tests: one per concept."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from precedent.adapters.catalog_local import LocalPlaybookCatalog
+from precedent.core.historical import RiskModelName, SimilarityMode
+from precedent.core.history import History
+from precedent.core.policy import PolicyEngine
+from precedent.core.ports import SemanticNeighbours
+from precedent.models import Assessment, RemediationRequestSpec
+from precedent.services import AssessmentService, AssessmentSettings, HistoryStore
+
+
+class HistoryScorer:
+    """The assessment service over a fixed history, called synchronously (no playbooks)."""
+
+    def __init__(self, service: AssessmentService) -> None:
+        self.service = service
+
+    @property
+    def history(self) -> History:
+        """The snapshot scored against."""
+        return self.service.history.snapshot
+
+    def assess(self, spec: RemediationRequestSpec, *, now: datetime | None = None) -> Assessment:
+        """Normalise, score and decide, as the operator does."""
+        return self.service.assess_normalised(self.service.normalise(spec), None, now)
+
+
+def scorer(
+    history: History,
+    *,
+    mode: SimilarityMode = "rules",
+    semantic: SemanticNeighbours | None = None,
+    risk_model: RiskModelName = "seed",
+    policy: PolicyEngine | None = None,
+) -> HistoryScorer:
+    """A scorer for ``history`` in ``mode`` with the ``risk_model`` (seed by default)."""
+    service = AssessmentService(
+        HistoryStore(history.incidents),
+        neighbours=semantic,
+        selector=None,
+        catalog=LocalPlaybookCatalog(),
+        policy=policy or PolicyEngine(),
+        config=AssessmentSettings(mode=mode, risk_model=risk_model),
+    )
+    return HistoryScorer(service)
+
+
+def eventually(check: Callable[[], Any], timeout: float = 60.0) -> Any:
+    """Poll ``check`` until it returns something truthy; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.1)
+    raise AssertionError(f"not reached within {timeout:.0f} s")
