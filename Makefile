@@ -35,7 +35,7 @@ typecheck: install-dev
 	$(BIN)/mypy
 
 unit: install-dev
-	$(BIN)/pytest -q tests/unit
+	$(BIN)/pytest -q -m "not integration and not e2e"
 
 model-files: install-dev
 	$(BIN)/precedent fetch-model $(MODEL_DIR)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from precedent.adapters.loader import iter_documents, load_incidents, load_playbooks, load_requests
 
-DATA = Path(__file__).resolve().parents[2] / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 SEED_IDS = {"INC-2025-0847", "INC-2025-0923", "INC-2025-1089", "INC-2025-0634", "INC-2026-0012"}
 
 
