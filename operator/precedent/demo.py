@@ -181,9 +181,67 @@ def demo_command(data_dir: Path, crds_dir: Path | None, show: str, timeout: floa
                 click.echo(f"$ kubectl get rr -A   # KUBECONFIG={kubeconfig}")
                 click.echo(table_rows(table, namespace_column=True))
                 _show_status(client, requests, show)
+                _report_outcome(client, requests, timeout)
             finally:
                 _stop(operator)
     click.echo("\nstopped the operator and the sandbox")
+
+
+OUTCOME_REQUEST = "rollback-search-api"
+OUTCOME_PLAYBOOK = "deployment-rollback"
+
+
+def _playbook_counts(client: httpx.Client, name: str) -> str:
+    status = client.get(object_path("Playbook", None, name)).json().get("status") or {}
+    return (
+        f"executions {status.get('executions', '?')}, successes {status.get('successes', '?')}, "
+        f"success rate {status.get('successRate', '?')}"
+    )
+
+
+def _report_outcome(
+    client: httpx.Client, requests: list[tuple[str, str | None, str]], timeout: float
+) -> None:
+    """The outcome loop: an executor reports a failed run; counts move, an Incident appears."""
+    target = next(((ns, n) for _, ns, n in requests if n == OUTCOME_REQUEST), None)
+    if target is None:
+        return
+    namespace, name = target
+    before = _playbook_counts(client, OUTCOME_PLAYBOOK)
+    outcome = {
+        "result": "failed",
+        "playbook": {"id": OUTCOME_PLAYBOOK, "version": "v1.4"},
+        "message": "rollout undo stalled: the previous ReplicaSet's image was garbage-collected",
+    }
+    click.echo(
+        f"\n$ kubectl patch rr {name} -n {namespace} --type merge "
+        f'-p \'{{"spec":{{"outcome":{{"result":"failed",…}}}}}}\''
+    )
+    response = client.patch(
+        object_path("RemediationRequest", namespace, name),
+        json={"spec": {"outcome": outcome}},
+        headers={"Content-Type": "application/merge-patch+json"},
+    )
+    if response.status_code >= 400:
+        raise click.ClickException(f"reporting the outcome: {response.json().get('message')}")
+    deadline = time.monotonic() + timeout
+    handled: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        obj = client.get(object_path("RemediationRequest", namespace, name)).json()
+        handled = (obj.get("status") or {}).get("outcome") or {}
+        if handled.get("incident"):
+            break
+        time.sleep(0.2)
+    else:
+        raise click.ClickException(f"the outcome of {name} was not handled in {timeout:.0f} s")
+    click.echo(f"playbook {OUTCOME_PLAYBOOK}: before {before}")
+    click.echo(f"playbook {OUTCOME_PLAYBOOK}: after  {_playbook_counts(client, OUTCOME_PLAYBOOK)}")
+    incident = client.get(object_path("Incident", None, handled["incident"])).json()
+    spec = incident.get("spec") or {}
+    click.echo(
+        f"new Incident {handled['incident']}: {spec.get('title')} "
+        f"({spec.get('severity')}, {spec.get('outcome')})"
+    )
 
 
 def _start_operator(kubeconfig: Path, log: Path) -> subprocess.Popen[bytes]:
