@@ -33,6 +33,9 @@ PLAYBOOKS = (API_GROUP, VERSION, "playbooks")
 
 # Retry delay for an unavailable dependency: bounded, so a request is never parked for long.
 DEPENDENCY_RETRY_SECONDS = 15
+# Backoff after an unexpected error: 1, 2, 4, 8 s … capped; the service stalls the request
+# after a bounded number of attempts.
+ERROR_RETRY_MAX_SECONDS = 30
 
 
 @kopf.on.startup(id="configure")
@@ -233,6 +236,7 @@ async def assess_request(
     patch: kopf.Patch,
     memo: kopf.Memo,
     logger: kopf.Logger,
+    retry: int,
     **_: Any,
 ) -> None:
     """Score a RemediationRequest and write the assessment into its status."""
@@ -247,6 +251,7 @@ async def assess_request(
         previous=status.get("conditions"),
         now=datetime.now(UTC),
         anchor=_timestamp(meta.get("creationTimestamp")),
+        attempt=retry + 1,
     )
     patch.status.update(update.patch())
     if update.event is not None:
@@ -257,6 +262,10 @@ async def assess_request(
         raise kopf.PermanentError(update.message)
     if update.outcome == "waiting":
         raise kopf.TemporaryError(update.message, delay=DEPENDENCY_RETRY_SECONDS)
+    if update.outcome == "retrying":
+        raise kopf.TemporaryError(update.message, delay=min(2**retry, ERROR_RETRY_MAX_SECONDS))
+    if update.outcome == "failed":
+        raise kopf.PermanentError(update.message)
     logger.info("%s", update.message)
 
 

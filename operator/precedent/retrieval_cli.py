@@ -289,6 +289,8 @@ def index_command(history: tuple[str, ...], embedder: str | None, save_dir: Path
             )
         neighbours = build_neighbours(settings, build_embedder(settings, embedder))
         report = neighbours.sync(History(incidents))
+        if settings.index_dir is not None:
+            neighbours.index.save(settings.index_dir)  # here saving is the point: say if it fails
     except PrecedentError as exc:
         fail(str(exc))
         return

@@ -70,6 +70,13 @@ class Settings(BaseSettings):
         default=5, ge=1, le=50, description="Similar incidents listed in the status."
     )
 
+    max_attempts: int = Field(
+        default=5,
+        ge=1,
+        le=100,
+        description="Attempts after an unexpected assessment error before the request is "
+        "Stalled with the error named (backoff 1, 2, 4 … 30 s between them).",
+    )
     risk_model: RiskModel = Field(
         default="default",
         description="seed: seed 000's SRI formula exactly as written; default: the model that "

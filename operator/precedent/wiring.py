@@ -223,6 +223,7 @@ def build_service(
             semantic_k=settings.semantic_k,
             ranking=settings.ranking_weights,
             success_prior=settings.success_prior,
+            max_attempts=settings.max_attempts,
         ),
         signer=StatusSigner(
             settings.status_key.get_secret_value().encode() if settings.status_key else None

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
+import pytest
 
 from precedent.adapters.vector_neighbours import VectorNeighbours
 from precedent.core.embedding import LexicalEmbedder
@@ -80,3 +82,18 @@ def test_build_from_settings() -> None:
     assert weights.vector_weight == 0.9
     assert weights.priority_weights[Severity.LOW] == 0.3
     assert Incident.model_validate({"id": "x", "title": "y"}).severity is Severity.MEDIUM
+
+
+def test_an_unwritable_index_directory_degrades_to_memory(
+    tmp_path: Path, seed_history: History, caplog: pytest.LogCaptureFixture
+) -> None:
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("x")
+    neighbours = VectorNeighbours(LexicalEmbedder(), index_dir=blocker)
+    with caplog.at_level(logging.WARNING):
+        report = neighbours.sync(seed_history)
+        neighbours.sync(History(list(seed_history.incidents)[:-1]))
+    assert report.embedded == len(seed_history)
+    warnings = [r for r in caplog.records if "stays in memory only" in r.getMessage()]
+    assert len(warnings) == 1  # said once, not on every change
+    assert neighbours.cosines("payment api", 3)

@@ -212,3 +212,13 @@ def test_score_defaults_to_hybrid_and_takes_mode(tmp_path: Path) -> None:
     rules = json.loads(out)[0]["assessment"]
     assert rules["engine"]["similarityMode"] == "rules"
     assert "semantic" not in rules["similarIncidents"][0]["parts"]
+
+
+def test_index_into_an_unwritable_directory_is_one_line(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    target = blocker / "index"  # under a file: cannot be created, even by root
+    code, _, err = _run("index", "--history", str(PARAPHRASE_HISTORY), "--save", str(target))
+    assert code == 1
+    assert err.startswith(f"error: index directory {target}: cannot write")
+    assert "Traceback" not in err

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from precedent.core.history import History
 from precedent.errors import InputError
 from precedent.models import Decision
-from precedent.services import AssessmentService, StatusUpdate
+from precedent.services import AssessmentService, HistoryStore, StatusUpdate
 from precedent.settings import Settings
 from precedent.wiring import build_service
 
@@ -130,3 +131,32 @@ def test_cli_and_operator_get_the_same_catalog_for_the_same_settings(tmp_path: P
     cli = build_service(settings, require_history=True)
     operator = build_service(settings, follows_cluster=True)
     assert len(cli.catalog) == len(operator.catalog) > 0
+
+
+class BrokenHistory(HistoryStore):
+    """A history whose snapshot fails as a corrupt record would: a fault injector."""
+
+    @property
+    def snapshot(self) -> History:
+        raise TypeError("can't subtract offset-naive and offset-aware datetimes")
+
+
+def test_an_unexpected_error_is_retried_a_bounded_number_of_times_then_stalled() -> None:
+    svc = service(max_attempts=3)
+    svc.history = BrokenHistory()
+    updates = [
+        asyncio.run(
+            svc.reconcile(REQUEST, uid="u", generation=1, previous=None, now=NOW, attempt=n)
+        )
+        for n in (1, 2, 3)
+    ]
+    assert [u.outcome for u in updates] == ["retrying", "retrying", "failed"]
+    assert "attempt 1 of 3" in updates[0].message
+    assert updates[0].event is None  # no Warning per retry
+    final = updates[-1]
+    stalled = {c["type"]: c for c in final.patch()["conditions"]}["Stalled"]
+    assert stalled["status"] == "True"
+    assert stalled["reason"] == "AssessmentError"
+    assert "TypeError: can't subtract offset-naive" in stalled["message"]
+    assert final.event is not None
+    assert final.event.type == "Warning"

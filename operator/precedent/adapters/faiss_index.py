@@ -267,7 +267,13 @@ class FaissIncidentIndex:
     def save(self, directory: str | Path) -> None:
         """Write ``index.faiss`` and ``index.json`` into ``directory`` (created if needed)."""
         path = Path(directory)
-        path.mkdir(parents=True, exist_ok=True)
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            self._write(path)
+        except OSError as exc:
+            raise DependencyError(f"index directory {path}: cannot write: {exc.strerror}") from None
+
+    def _write(self, path: Path) -> None:
         labels = list(self._id_of)
         meta = {
             "format": _FORMAT,

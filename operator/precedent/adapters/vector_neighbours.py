@@ -15,6 +15,7 @@ table, so it changes only how a request is weighted.
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,8 @@ from precedent.errors import DependencyError
 from precedent.models import Incident
 
 __all__ = ["SyncReport", "VectorNeighbours"]
+
+logger = logging.getLogger(__name__)
 
 # Bumped whenever what an embedder sees of an incident changes (v2: the concept vocabulary),
 # so that a saved index is re-embedded instead of mixing two versions' vectors.
@@ -84,6 +87,7 @@ class VectorNeighbours:
                 f"dimension {embedder.dimension}"
             )
         self._synced: str | None = None
+        self._save_failed = False
         # Only embedders that can weight a query by idf need the table.
         self.frequencies: DocumentFrequencies | None = (
             DocumentFrequencies() if isinstance(embedder, LexicalEmbedder) else None
@@ -127,7 +131,13 @@ class VectorNeighbours:
             )
         self._synced = history.fingerprint
         if (todo or removed) and self.index_dir is not None:
-            self.index.save(self.index_dir)
+            try:
+                self.index.save(self.index_dir)
+            except DependencyError as exc:
+                # The saved index is a cache: scoring goes on from memory; say so once.
+                if not self._save_failed:
+                    logger.warning("%s; the index stays in memory only", exc)
+                self._save_failed = True
         return SyncReport(embedded=len(todo), removed=removed, kept=len(wanted) - len(todo))
 
     def _count(self, history: History, todo: list[Incident], *, recount: bool) -> None:

@@ -94,6 +94,8 @@ class AssessmentSettings:
     """Weights of the people-facing ranking of similar incidents."""
     success_prior: SuccessPrior = field(default_factory=SuccessPrior)
     """Pseudo-counts of a playbook's smoothed success rate."""
+    max_attempts: int = 5
+    """Attempts after an unexpected error before the request is Stalled with the error."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,14 +323,33 @@ class AssessmentService:
         previous: Sequence[Mapping[str, Any]] | None,
         now: datetime,
         anchor: datetime | None = None,
+        attempt: int = 1,
     ) -> StatusUpdate:
-        """The status a request should have now: assessed (and signed), invalid, or waiting."""
+        """The status a request should have now: assessed (and signed), invalid, waiting for a
+        dependency, or — after an unexpected error — retrying (a bounded number of ``attempt``s,
+        ``config.max_attempts``) and then failed: never a quiet endless loop."""
         try:
             assessment = await self.assess(spec, now=anchor or now)
         except InputError as exc:
             return StatusUpdate.invalid(str(exc), generation=generation, previous=previous, now=now)
         except DependencyError as exc:
             return StatusUpdate.waiting(str(exc), generation=generation, previous=previous, now=now)
+        except Exception as exc:
+            logger.exception("assessment failed unexpectedly (attempt %d)", attempt)
+            error = f"{type(exc).__name__}: {exc}"[:1024]
+            attempts = self.config.max_attempts
+            if attempt < attempts:
+                return StatusUpdate.retrying(
+                    error,
+                    attempt=attempt,
+                    attempts=attempts,
+                    generation=generation,
+                    previous=previous,
+                    now=now,
+                )
+            return StatusUpdate.failed(
+                error, attempts=attempts, generation=generation, previous=previous, now=now
+            )
         update = StatusUpdate.assessed(
             assessment, generation=generation, previous=previous, now=now
         )

@@ -21,7 +21,7 @@ from precedent.services.integrity import StatusSigner
 
 __all__ = ["EventNote", "IncidentStatus", "StatusUpdate", "summary"]
 
-Outcome = Literal["assessed", "invalid", "waiting"]
+Outcome = Literal["assessed", "invalid", "waiting", "retrying", "failed"]
 PreviousConditions = Sequence[Mapping[str, Any]] | None
 
 
@@ -116,6 +116,59 @@ class StatusUpdate:
         )
         return cls("waiting", status, message, None)
 
+    @classmethod
+    def retrying(
+        cls,
+        error: str,
+        *,
+        attempt: int,
+        attempts: int,
+        generation: int,
+        previous: PreviousConditions,
+        now: datetime,
+    ) -> StatusUpdate:
+        """Reconciling: an unexpected error; the request is tried again (attempt of attempts)."""
+        message = f"assessment failed ({error}); attempt {attempt} of {attempts}, retrying"
+        conditions = _conditions(
+            previous,
+            [
+                ConditionUpdate("Ready", "False", "AssessmentError", message),
+                ConditionUpdate("Reconciling", "True", "AssessmentError", message),
+                ConditionUpdate("Stalled", "False", "AssessmentError"),
+            ],
+            generation,
+            now,
+        )
+        status = RemediationRequestStatus(
+            observed_generation=max(generation - 1, 0), conditions=conditions
+        )
+        return cls("retrying", status, message, None)
+
+    @classmethod
+    def failed(
+        cls,
+        error: str,
+        *,
+        attempts: int,
+        generation: int,
+        previous: PreviousConditions,
+        now: datetime,
+    ) -> StatusUpdate:
+        """Stalled: the same unexpected error after every attempt; the error is named."""
+        message = f"assessment failed {attempts} times, giving up: {error}"
+        conditions = _conditions(
+            previous,
+            [
+                ConditionUpdate("Ready", "False", "AssessmentError", message),
+                ConditionUpdate("Reconciling", "False", "AssessmentError"),
+                ConditionUpdate("Stalled", "True", "AssessmentError", message),
+            ],
+            generation,
+            now,
+        )
+        status = RemediationRequestStatus(observed_generation=generation, conditions=conditions)
+        return cls("failed", status, message, EventNote("Warning", "AssessmentError", message))
+
     def signed(self, signer: StatusSigner, uid: str) -> StatusUpdate:
         """The same update carrying the operator's mark (assessed updates only)."""
         if self.outcome != "assessed":
@@ -125,7 +178,7 @@ class StatusUpdate:
     def patch(self) -> dict[str, Any]:
         """The fields to merge into ``status``."""
         body = self.status.to_patch()
-        if self.outcome == "waiting":
+        if self.outcome in ("waiting", "retrying"):
             del body["observedGeneration"]
         if self.mark is not None:
             body["mark"] = self.mark
