@@ -22,6 +22,7 @@ from precedent.adapters.kube_api import ApiConnection, KubeApi
 from precedent.errors import DependencyError, InputError, PrecedentError
 from precedent.models import API_GROUP, PlaybookHistory
 from precedent.services import AssessmentService, OutcomeService
+from precedent.services.events import EventPoster
 from precedent.services.outcomes import RequestRef
 from precedent.settings import load_settings
 from precedent.wiring import build_outcomes, build_service
@@ -90,6 +91,7 @@ async def configure_outcomes(
 
     api = KubeApi(await login(), login=login)
     memo.kube_api = api
+    memo.events = EventPoster(api)
     memo.outcomes = build_outcomes(memo.config, memo.service, cluster=api)
 
 
@@ -253,11 +255,18 @@ async def assess_request(
         anchor=_timestamp(meta.get("creationTimestamp")),
         attempt=retry + 1,
     )
-    patch.status.update(update.patch())
     if update.event is not None:
-        kopf.event(
-            body, type=update.event.type, reason=update.event.reason, message=update.event.message
-        )
+        # Posted before the status is written, under a name only this answer produces: a crash
+        # in between re-assesses and re-posts (409: once); a crash after leaves both in place.
+        events: EventPoster = memo.events
+        if not await events.post(body, update.event):
+            kopf.event(
+                body,
+                type=update.event.type,
+                reason=update.event.reason,
+                message=update.event.message,
+            )
+    patch.status.update(update.patch())
     if update.outcome == "invalid":
         raise kopf.PermanentError(update.message)
     if update.outcome == "waiting":

@@ -42,7 +42,7 @@ Login = Callable[[], Awaitable[ApiConnection]]
 
 
 class KubeApi:
-    """Creates Incident objects and merges Playbook status over one pooled connection."""
+    """Creates Incidents and Events and merges Playbook status over one pooled connection."""
 
     def __init__(
         self,
@@ -105,6 +105,16 @@ class KubeApi:
             return False
         _raise_for(response, f"patch Playbook {name} status")
         return True
+
+    async def create_event(self, namespace: str, body: Mapping[str, Any]) -> Created:
+        """POST a core/v1 Event; ``exists`` when one of that name is already there (409)."""
+        response = await self._send(
+            "POST", f"/api/v1/namespaces/{namespace}/events", body, "application/json"
+        )
+        if response.status_code == 409:
+            return "exists"
+        _raise_for(response, "create Event")
+        return "created"
 
     async def aclose(self) -> None:
         """Close the pooled connections."""
