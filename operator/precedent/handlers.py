@@ -12,6 +12,7 @@ operator never writes to a request's metadata or spec: status-only writes, as it
 from __future__ import annotations
 
 import logging
+import secrets
 from datetime import UTC, datetime
 from typing import Any
 
@@ -47,6 +48,14 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
         service = build_service(config, follows_cluster=True)
     except PrecedentError as exc:
         raise kopf.PermanentError(f"invalid configuration: {exc}") from None
+    # Peering (ignored with --standalone): a random priority unless one is set, so that two
+    # replicas never tie; the lifetime bounds how long a standby waits after a crash.
+    settings.peering.priority = (
+        config.peering_priority
+        if config.peering_priority is not None
+        else secrets.randbelow(2**31 - 1)
+    )
+    settings.peering.lifetime = config.peering_lifetime_seconds
     settings.persistence.progress_storage = kopf.StatusProgressStorage(field="status.kopf.progress")
     settings.persistence.diffbase_storage = kopf.StatusDiffBaseStorage(
         field="status.kopf.last-handled-configuration"

@@ -100,6 +100,20 @@ class Settings(BaseSettings):
         description="YAML file mapping READ_ONLY, WRITE and ADMIN to action names (e.g. mounted "
         "from a ConfigMap); unset: the bundled registry. Unlisted actions are ADMIN.",
     )
+    peering_priority: int | None = Field(
+        default=None,
+        ge=0,
+        le=2**31 - 1,
+        description="kopf peering priority of this replica (the highest active one works); "
+        "unset: random, so that two replicas never tie (a tie freezes both).",
+    )
+    peering_lifetime_seconds: int = Field(
+        default=60,
+        ge=2,
+        le=3600,
+        description="How long a replica's peering record lives without a heartbeat: the "
+        "longest a standby waits before taking over from a replica that died.",
+    )
     status_key: SecretStr | None = Field(
         default=None,
         description="Key of the HMAC that marks statuses the operator wrote (from a Secret); "

@@ -1,0 +1,121 @@
+"""Two operator processes with kopf peering: one works, the other takes over when it dies."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.helpers import eventually
+from tests.integration.conftest import REPO, Cluster, is_true
+
+pytestmark = pytest.mark.integration
+
+PEERING = REPO / "manifests" / "peering.yaml"
+
+
+def install_peering(cluster: Cluster) -> None:
+    """The peering CRD and the ClusterKopfPeering object from the shipped manifest."""
+    for doc in yaml.safe_load_all(PEERING.read_text()):
+        if doc["kind"] == "CustomResourceDefinition":
+            path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+        elif doc["kind"] == "ClusterKopfPeering":
+            path = "/apis/kopf.dev/v1/clusterkopfpeerings"
+        else:
+            continue  # RBAC: the sandbox here runs without authorization
+        response = cluster.client.post(path, json=doc)
+        assert response.status_code in (200, 201), response.text
+        if doc["kind"] == "CustomResourceDefinition":
+            eventually(lambda: cluster.client.get("/apis/kopf.dev/v1").status_code == 200)
+
+
+@contextmanager
+def operator(cluster: Cluster, priority: int, log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    env = {
+        **os.environ,
+        "KUBECONFIG": str(cluster.kubeconfig),
+        "PRECEDENT_PEERING_PRIORITY": str(priority),
+        "PRECEDENT_PEERING_LIFETIME_SECONDS": "4",
+    }
+    command = [sys.executable, "-m", "kopf", "run", "-m", "precedent.handlers"]
+    with log.open("wb") as sink:
+        process = subprocess.Popen(
+            [*command, "--all-namespaces", "--peering=precedent"],
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        yield process
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def request(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "precedent.dev/v1alpha1",
+        "kind": "RemediationRequest",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "action": "restart_service",
+            "target": {"kind": "managedClusters", "name": "payment-api"},
+        },
+    }
+
+
+def test_the_standby_takes_over_with_no_request_lost_or_answered_twice(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    install_peering(cluster)
+    first = [f"before-{i}" for i in range(10)]
+    second = [f"after-{i}" for i in range(10)]
+    peering = "/apis/kopf.dev/v1/clusterkopfpeerings/precedent"
+
+    def peers() -> int:
+        return len(cluster.client.get(peering).json().get("status") or {})
+
+    with operator(cluster, 200, tmp_path / "active.log") as active:
+        eventually(lambda: peers() >= 1)  # the active replica has registered
+        with operator(cluster, 100, tmp_path / "standby.log"):
+            eventually(lambda: peers() >= 2)  # the standby has seen the active one
+            _serve_and_fail_over(cluster, active, first, second)
+    standby_log = (tmp_path / "standby.log").read_text(errors="replace")
+    active_log = (tmp_path / "active.log").read_text(errors="replace")
+    # The standby stood by while the active replica lived, and answered after it died.
+    assert all(f"[default/{name}]" in active_log for name in first)
+    assert not any(f"[default/{name}] risk" in standby_log for name in first)
+    assert all(f"[default/{name}] risk" in standby_log for name in second)
+    for name in first + second:
+        obj = cluster.get_request(name)
+        assert is_true(obj, "Ready"), name
+        decisions = [e for e in cluster.events_for(name) if e["reason"] == "Denied"]
+        assert len(decisions) == 1, (name, decisions)
+
+
+def _serve_and_fail_over(
+    cluster: Cluster, active: subprocess.Popen[bytes], first: list[str], second: list[str]
+) -> None:
+    for name in first:
+        assert cluster.create(request(name)).status_code == 201
+    for name in first:
+        cluster.wait_ready(name, timeout=90)
+    active.send_signal(signal.SIGKILL)  # no goodbye: its peering record has to expire
+    active.wait()
+    for name in second:
+        assert cluster.create(request(name)).status_code == 201
+    for name in second:
+        cluster.wait_ready(name, timeout=90)
