@@ -6,6 +6,7 @@ in the same process), and loading the CRDs registered at start.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import logging
 import threading
@@ -21,6 +22,12 @@ from precedent_sandbox.rbac import GROUP as RBAC_GROUP
 from precedent_sandbox.rbac import RbacAuthorizer, bootstrap_policy
 from precedent_sandbox.routing import ApiServer
 from precedent_sandbox.store import Store
+from precedent_sandbox.tls import (
+    TlsFiles,
+    generate_self_signed,
+    server_context,
+    temporary_directory,
+)
 
 __all__ = ["AUTHORIZATION_MODES", "Sandbox", "SandboxThread", "load_crd_documents"]
 
@@ -75,6 +82,9 @@ class Sandbox:
         access_log: bool = False,
         token_auth_file: str | Path | None = None,
         authorization_mode: str | None = None,
+        tls: bool | None = None,
+        tls_cert_file: str | Path | None = None,
+        tls_private_key_file: str | Path | None = None,
     ) -> None:
         self.host = host
         self.access_log = access_log
@@ -98,6 +108,17 @@ class Sandbox:
                 f"authorization mode {mode!r} is not one of {', '.join(AUTHORIZATION_MODES)}"
             )
         self.authorization_mode = mode
+        # kubectl sends a token only over HTTPS: authentication implies TLS unless told not to.
+        self.tls = (
+            tls if tls is not None else (self.tokens is not None or tls_cert_file is not None)
+        )
+        self._tls_given = (
+            TlsFiles(Path(tls_cert_file), Path(tls_private_key_file or tls_cert_file))
+            if tls_cert_file is not None
+            else None
+        )
+        self.tls_files: TlsFiles | None = None
+        self._tls_dir: Any = None
         authorizer: RbacAuthorizer | None = None
         if mode == "RBAC":
             authorizer = RbacAuthorizer(self.store)
@@ -127,7 +148,12 @@ class Sandbox:
     def url(self) -> str:
         """``http://127.0.0.1:PORT`` once started."""
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}"
+        return f"{'https' if self.tls else 'http'}://{host}:{self.port}"
+
+    @property
+    def ca_file(self) -> Path | None:
+        """The certificate clients should trust (HTTPS only), once started."""
+        return self.tls_files.cert if self.tls_files is not None else None
 
     async def start(self) -> None:
         """Listen on ``host:port`` (port 0 picks a free one)."""
@@ -140,7 +166,15 @@ class Sandbox:
             access_log=logging.getLogger("aiohttp.access") if self.access_log else None,
         )
         await runner.setup()
-        site = web.TCPSite(runner, self.host, self.requested_port)
+        context = None
+        if self.tls:
+            if self._tls_given is not None:
+                self.tls_files = self._tls_given
+            elif self.tls_files is None:
+                self._tls_dir = temporary_directory()
+                self.tls_files = generate_self_signed(Path(self._tls_dir.name), self.host)
+            context = server_context(self.tls_files)
+        site = web.TCPSite(runner, self.host, self.requested_port, ssl_context=context)
         await site.start()
         self._runner = runner
         address = runner.addresses[0]
@@ -154,6 +188,9 @@ class Sandbox:
         if runner is not None:
             self.store.close_watches()
             await runner.cleanup()
+        if self._tls_dir is not None:
+            self._tls_dir.cleanup()
+            self._tls_dir, self.tls_files = None, None
 
     async def __aenter__(self) -> Sandbox:
         await self.start()
@@ -192,10 +229,15 @@ class Sandbox:
         else:
             chosen = [("precedent-sandbox", "sandbox")]
             current = "precedent-sandbox"
+        cluster: dict[str, Any] = {"server": self.url}
+        if self.tls_files is not None:
+            cluster["certificate-authority-data"] = base64.b64encode(
+                self.tls_files.cert.read_bytes()
+            ).decode()
         return {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "precedent-sandbox", "cluster": {"server": self.url}}],
+            "clusters": [{"name": "precedent-sandbox", "cluster": cluster}],
             "users": [{"name": name, "user": {"token": value}} for name, value in chosen],
             "contexts": [
                 {
