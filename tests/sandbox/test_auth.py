@@ -513,3 +513,73 @@ def test_rbac_objects_are_listed_watched_and_discovered(client: Client) -> None:
     with admin.stream("GET", f"{RBAC}/clusterroles?watch=true&timeoutSeconds=1") as stream:
         first = next(stream.iter_lines())
     assert '"type":"ADDED"' in first
+
+
+def test_an_admission_policy_checks_a_custom_verb_through_rbac(client: Client) -> None:
+    admin, bob, jane = client("admin-token"), client("bob-token"), client("jane-token")
+    admission = "/apis/admissionregistration.k8s.io/v1"
+    create(
+        admin,
+        f"{admission}/validatingadmissionpolicies",
+        {
+            "metadata": {"name": "approvers-only"},
+            "spec": {
+                "matchConstraints": {
+                    "resourceRules": [
+                        {
+                            "apiGroups": ["precedent.dev"],
+                            "apiVersions": ["*"],
+                            "operations": ["CREATE"],
+                            "resources": ["remediationrequests"],
+                        }
+                    ]
+                },
+                "validations": [
+                    {
+                        "expression": "authorizer.requestResource.check('approve').allowed()",
+                        "messageExpression": "request.userInfo.username + ' may not approve'",
+                        "reason": "Forbidden",
+                    }
+                ],
+            },
+        },
+    )
+    create(
+        admin,
+        f"{admission}/validatingadmissionpolicybindings",
+        {
+            "metadata": {"name": "approvers-only"},
+            "spec": {"policyName": "approvers-only", "validationActions": ["Deny"]},
+        },
+    )
+    for user, verbs in (("bob", ["create"]), ("jane", ["create", "approve"])):
+        create(
+            admin,
+            f"{RBAC}/namespaces/default/roles",
+            {
+                "metadata": {"name": user},
+                "rules": [
+                    {
+                        "apiGroups": ["precedent.dev"],
+                        "resources": ["remediationrequests"],
+                        "verbs": verbs,
+                    }
+                ],
+            },
+        )
+        create(
+            admin,
+            f"{RBAC}/namespaces/default/rolebindings",
+            {
+                "metadata": {"name": user},
+                "subjects": [{"kind": "User", "name": user}],
+                "roleRef": {"kind": "Role", "name": user, "apiGroup": "rbac.authorization.k8s.io"},
+            },
+        )
+    refused = bob.post(RRS, json=request_body("by-bob"))
+    assert refused.status_code == 403
+    assert refused.json()["message"] == (
+        'remediationrequests.precedent.dev "by-bob" is forbidden: ValidatingAdmissionPolicy '
+        "'approvers-only' with binding 'approvers-only' denied request: bob may not approve"
+    )
+    assert jane.post(RRS, json=request_body("by-jane")).status_code == 201
