@@ -172,7 +172,10 @@ async def test_the_documented_param_kind_example(api: httpx.AsyncClient) -> None
             "validations": [
                 {
                     "expression": "object.spec.replicas <= params.maxReplicas",
-                    "messageExpression": "'object.spec.replicas must be no greater than ' + string(params.maxReplicas)",
+                    "messageExpression": (
+                        "'object.spec.replicas must be no greater than ' "
+                        "+ string(params.maxReplicas)"
+                    ),
                     "reason": "Forbidden",
                 }
             ],
@@ -291,8 +294,10 @@ async def test_failure_policy_and_the_authorizer_library(api: httpx.AsyncClient)
             },
             "validations": [
                 {
-                    "expression": "authorizer.group('precedent.dev').resource('remediationrequests')"
-                    ".namespace(request.namespace).check('approve').allowed()",
+                    "expression": (
+                        "authorizer.group('precedent.dev').resource('remediationrequests')"
+                        ".namespace(request.namespace).check('approve').allowed()"
+                    ),
                     "message": "needs approve",
                 },
                 {"expression": "authorizer.requestResource.check('create').allowed()"},
