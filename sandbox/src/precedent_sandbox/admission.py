@@ -118,7 +118,11 @@ def field_validation(rtype: ResourceType, unknown: list[str], directive: str) ->
 def validate(rtype: ResourceType, obj: Obj, old: Obj | None, name: str) -> None:
     """Metadata, schema, CEL rules and CRD checks; 422 naming every invalid field."""
     meta = obj["metadata"]
-    found = validate_metadata(meta, namespace_like=rtype.plural == "namespaces")
+    found = validate_metadata(
+        meta,
+        namespace_like=rtype.plural == "namespaces",
+        path_segment=rtype.group == "rbac.authorization.k8s.io",
+    )
     schema = rtype.schema
     if schema is not None:
         body = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}

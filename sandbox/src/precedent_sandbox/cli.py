@@ -17,8 +17,9 @@ from pathlib import Path
 import click
 import yaml
 
+from precedent_sandbox.auth import TokenFileError
 from precedent_sandbox.errors import ApiError
-from precedent_sandbox.runner import Sandbox
+from precedent_sandbox.runner import AUTHORIZATION_MODES, Sandbox
 
 __all__ = ["CRDS_ENV", "find_crds_dir", "main", "sandbox_command"]
 
@@ -95,6 +96,32 @@ async def _serve(sandbox: Sandbox, kubeconfig: Path, ready_file: Path | None) ->
     default=None,
     help='Write {"url", "kubeconfig", "pid"} as JSON here once listening (removed on stop).',
 )
+@click.option(
+    "--token-auth-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help='Authenticate bearer tokens from this CSV (token,user,uid,"group1,group2"), as '
+    "kube-apiserver does; turns RBAC on. The kubeconfig gets one context per user.",
+)
+@click.option(
+    "--authorization-mode",
+    type=click.Choice(AUTHORIZATION_MODES),
+    default=None,
+    help="RBAC or AlwaysAllow. Default: RBAC with --token-auth-file, else AlwaysAllow.",
+)
+@click.option(
+    "--tls-cert-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Serve HTTPS with this PEM certificate (default with --token-auth-file: a "
+    "self-signed one made with openssl).",
+)
+@click.option(
+    "--tls-private-key-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="The private key of --tls-cert-file.",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Log every request.")
 def sandbox_command(
     host: str,
@@ -102,6 +129,10 @@ def sandbox_command(
     crds_dir: Path | None,
     kubeconfig: Path,
     ready_file: Path | None,
+    token_auth_file: Path | None,
+    authorization_mode: str | None,
+    tls_cert_file: Path | None,
+    tls_private_key_file: Path | None,
     verbose: bool,
 ) -> None:
     """Serve an in-memory Kubernetes API on loopback for kubectl and the operator."""
@@ -111,7 +142,18 @@ def sandbox_command(
     )
     found = find_crds_dir(crds_dir)
     try:
-        sandbox = Sandbox(found, host=host, port=port, access_log=verbose)
+        sandbox = Sandbox(
+            found,
+            host=host,
+            port=port,
+            access_log=verbose,
+            token_auth_file=token_auth_file,
+            authorization_mode=authorization_mode,
+            tls_cert_file=tls_cert_file,
+            tls_private_key_file=tls_private_key_file,
+        )
+    except TokenFileError as error:
+        raise click.ClickException(str(error)) from None
     except ApiError as error:
         raise click.ClickException(f"CRDs in {found}: {error.message}") from None
     except (yaml.YAMLError, OSError) as error:

@@ -98,7 +98,14 @@ def generate_name(prefix: str) -> str:
     return prefix + "".join(secrets.choice(_NAME_CHARS) for _ in range(5))
 
 
-def _validate_name(name: str, namespace_like: bool) -> FieldError | None:
+def _validate_name(name: str, namespace_like: bool, path_segment: bool) -> FieldError | None:
+    if path_segment:
+        # RBAC names (``system:discovery``) only need to be a valid path segment.
+        if name in (".", "..") or "/" in name or "%" in name:
+            return FieldError(
+                "invalid", "metadata.name", name, f"may not contain '/' or '%' or be '{name}'"
+            )
+        return None
     if namespace_like:
         if len(name) > 63:
             return FieldError("too_long", "metadata.name", name, "may not be more than 63 bytes")
@@ -128,12 +135,14 @@ def _validate_qualified_key(key: str, path: str) -> FieldError | None:
     return None
 
 
-def validate_metadata(meta: Mapping[str, Any], *, namespace_like: bool) -> list[FieldError]:
+def validate_metadata(
+    meta: Mapping[str, Any], *, namespace_like: bool, path_segment: bool = False
+) -> list[FieldError]:
     """Check name, labels, annotations and finalizers as ObjectMeta validation does."""
     errors: list[FieldError] = []
     name = meta.get("name")
     if isinstance(name, str) and name:
-        problem = _validate_name(name, namespace_like)
+        problem = _validate_name(name, namespace_like, path_segment)
         if problem:
             errors.append(problem)
     elif not meta.get("generateName"):

@@ -160,10 +160,50 @@ def _secret(fields: list[tuple[int, int, Any]]) -> dict[str, Any]:
     return body
 
 
+_RESOURCE_ATTRIBUTES = (
+    "",
+    "namespace",
+    "verb",
+    "group",
+    "version",
+    "resource",
+    "subresource",
+    "name",
+)
+
+
+def _strings(value: bytes, names: tuple[str, ...]) -> dict[str, Any]:
+    return {
+        names[number]: _text(raw)
+        for number, wire, raw in _fields(value)
+        if wire == 2 and number < len(names)
+    }
+
+
+def _access_review(fields: list[tuple[int, int, Any]]) -> dict[str, Any]:
+    # What ``kubectl auth can-i`` sends: spec.resourceAttributes or nonResourceAttributes.
+    body: dict[str, Any] = {"metadata": {}, "spec": {}}
+    for number, _, raw in fields:
+        if number != 2:
+            continue
+        for inner, _, value in _fields(raw):
+            if inner == 1:
+                body["spec"]["resourceAttributes"] = _strings(value, _RESOURCE_ATTRIBUTES)
+            elif inner == 2:
+                body["spec"]["nonResourceAttributes"] = _strings(value, ("", "path", "verb"))
+    return body
+
+
+def _self_review(_: list[tuple[int, int, Any]]) -> dict[str, Any]:
+    return {"metadata": {}}  # ``kubectl auth whoami`` sends an empty review
+
+
 _DECODERS: dict[tuple[str, str], Callable[[list[tuple[int, int, Any]]], dict[str, Any]]] = {
     ("v1", "Namespace"): _namespace,
     ("v1", "ConfigMap"): _configmap,
     ("v1", "Secret"): _secret,
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): _access_review,
+    ("authentication.k8s.io/v1", "SelfSubjectReview"): _self_review,
 }
 
 

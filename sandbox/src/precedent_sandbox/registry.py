@@ -45,6 +45,8 @@ class ResourceType:
     is_custom: bool = False
     crd_name: str | None = None
     list_kind: str = ""
+    review: bool = False
+    """A create-only review (SelfSubjectAccessReview …): answered, never stored."""
 
     def __post_init__(self) -> None:
         if not self.list_kind:
@@ -221,7 +223,73 @@ def _builtins() -> list[ResourceType]:
     ]
 
 
-BUILTINS: Callable[[], list[ResourceType]] = _builtins
+def _plain(group: str, plural: str, kind: str, *, namespaced: bool, **extra: Any) -> ResourceType:
+    return ResourceType(
+        group=group,
+        version="v1",
+        plural=plural,
+        singular=kind.lower(),
+        kind=kind,
+        namespaced=namespaced,
+        verbs=list(_BUILTIN_VERBS),
+        builtin_columns=[NAME_COLUMN, _column("Created At", "date")],
+        builtin_row=_crd_row,
+        has_generation=False,
+        **extra,
+    )
+
+
+def _review(group: str, plural: str, kind: str) -> ResourceType:
+    return ResourceType(
+        group=group,
+        version="v1",
+        plural=plural,
+        singular=kind.lower(),
+        kind=kind,
+        namespaced=False,
+        verbs=["create"],
+        has_generation=False,
+        review=True,
+    )
+
+
+_RBAC = "rbac.authorization.k8s.io"
+_ADMISSION = "admissionregistration.k8s.io"
+
+
+def _security_builtins() -> list[ResourceType]:
+    """ServiceAccounts, RBAC, ValidatingAdmissionPolicies and the self-reviews."""
+    return [
+        _plain("", "serviceaccounts", "ServiceAccount", namespaced=True, short_names=["sa"]),
+        _plain(_RBAC, "roles", "Role", namespaced=True),
+        _plain(_RBAC, "rolebindings", "RoleBinding", namespaced=True),
+        _plain(_RBAC, "clusterroles", "ClusterRole", namespaced=False),
+        _plain(_RBAC, "clusterrolebindings", "ClusterRoleBinding", namespaced=False),
+        _plain(
+            _ADMISSION,
+            "validatingadmissionpolicies",
+            "ValidatingAdmissionPolicy",
+            namespaced=False,
+            categories=["api-extensions"],
+            subresources=["status"],
+        ),
+        _plain(
+            _ADMISSION,
+            "validatingadmissionpolicybindings",
+            "ValidatingAdmissionPolicyBinding",
+            namespaced=False,
+            categories=["api-extensions"],
+        ),
+        _review("authorization.k8s.io", "selfsubjectaccessreviews", "SelfSubjectAccessReview"),
+        _review("authentication.k8s.io", "selfsubjectreviews", "SelfSubjectReview"),
+    ]
+
+
+def _all_builtins() -> list[ResourceType]:
+    return [*_builtins(), *_security_builtins()]
+
+
+BUILTINS: Callable[[], list[ResourceType]] = _all_builtins
 
 
 def crd_problems(crd: dict[str, Any]) -> list[FieldError]:

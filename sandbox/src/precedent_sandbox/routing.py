@@ -14,11 +14,13 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from precedent_sandbox import discovery
+from precedent_sandbox import discovery, rbac
 from precedent_sandbox import errors as api_errors
+from precedent_sandbox.auth import ANONYMOUS, CURRENT_USER, UserInfo, bearer_token
 from precedent_sandbox.errors import ApiError
 from precedent_sandbox.meta import FieldSelector, LabelSelector
 from precedent_sandbox.protobuf import decode_object
+from precedent_sandbox.rbac import Attributes, RbacAuthorizer
 from precedent_sandbox.registry import ResourceType
 from precedent_sandbox.render import (
     JSON,
@@ -64,12 +66,21 @@ class ApiServer:
     """Routes REST requests to the store and renders its answers."""
 
     def __init__(
-        self, store: Store, *, bookmark_interval: float = 60.0, watch_timeout: float = 1800.0
+        self,
+        store: Store,
+        *,
+        bookmark_interval: float = 60.0,
+        watch_timeout: float = 1800.0,
+        tokens: dict[str, UserInfo] | None = None,
+        authorizer: RbacAuthorizer | None = None,
     ) -> None:
         self.store = store
         self.bookmark_interval = bookmark_interval
         self.watch_timeout = watch_timeout
         self.address = "127.0.0.1:0"
+        # Both None: no authentication or authorization at all, and no middleware for them.
+        self.tokens = tokens
+        self.authorizer = authorizer
 
     def routes(self) -> list[web.RouteDef]:
         """The route table. Namespaced resource paths come before the cluster-scoped ones."""
@@ -99,10 +110,139 @@ class ApiServer:
 
     def make_app(self) -> web.Application:
         """The aiohttp application serving :meth:`routes`."""
-        app = web.Application(client_max_size=16 * 1024 * 1024, middlewares=[_api_errors])
+        middlewares: list[Any] = [_api_errors]
+        if self.tokens is not None or self.authorizer is not None:
+            middlewares.append(self._authentication_middleware())
+        app = web.Application(client_max_size=16 * 1024 * 1024, middlewares=middlewares)
         app.router.add_routes(self.routes())
         app.on_shutdown.append(self._on_shutdown)
         return app
+
+    def _authentication_middleware(self) -> Any:
+        tokens = self.tokens
+        authorizer = self.authorizer
+        resource_handlers = (self._core_resource, self._group_resource)
+
+        @web.middleware
+        async def authenticate(request: web.Request, handler: Any) -> web.StreamResponse:
+            user = ANONYMOUS
+            if tokens is not None:
+                token = bearer_token(request.headers.get("Authorization"))
+                if token is not None:
+                    found = tokens.get(token)
+                    if found is None:
+                        raise rbac.unauthorized()
+                    user = found
+            CURRENT_USER.set(user)
+            if authorizer is not None and request.match_info.handler not in resource_handlers:
+                # Discovery, /version, /healthz …: non-resource URLs.
+                method = request.method.lower()
+                attrs = Attributes(
+                    "get" if method == "head" else method,
+                    resource_request=False,
+                    path=request.path,
+                )
+                if not authorizer.authorize(user, attrs)[0]:
+                    raise rbac.forbidden(user, attrs)
+            response: web.StreamResponse = await handler(request)
+            return response
+
+        return authenticate
+
+    def _authorize(
+        self,
+        request: web.Request,
+        group: str,
+        version: str,
+        plural: str,
+        namespace: str | None,
+        name: str | None,
+        subresource: str | None,
+    ) -> None:
+        authorizer = self.authorizer
+        if authorizer is None:
+            return
+        method = request.method
+        if method == "GET":
+            verb = "watch" if flag(request.query.get("watch")) else ("get" if name else "list")
+        elif method == "DELETE":
+            verb = "delete" if name else "deletecollection"
+        else:
+            verb = _VERBS.get(method, method.lower())
+        if plural == "namespaces" and not group and name and namespace is None:
+            namespace = name  # /api/v1/namespaces/{name}: the namespace is the object itself
+        attrs = Attributes(
+            verb,
+            group=group,
+            version=version,
+            resource=plural,
+            subresource=subresource or "",
+            namespace=namespace or "",
+            name=name or "",
+        )
+        user = CURRENT_USER.get()
+        if not authorizer.authorize(user, attrs)[0]:
+            raise rbac.forbidden(user, attrs)
+
+    async def _review(self, request: web.Request, rtype: ResourceType) -> web.StreamResponse:
+        """SelfSubjectAccessReview and SelfSubjectReview: answered for the caller, not stored."""
+        if request.method != "POST":
+            raise api_errors.method_not_allowed()
+        body = await self._body(request)
+        if not isinstance(body, dict):
+            raise api_errors.bad_request(f"the body must be a {rtype.kind}")
+        user = CURRENT_USER.get()
+        answer: dict[str, Any] = {
+            "kind": rtype.kind,
+            "apiVersion": rtype.api_version(),
+            "metadata": {"creationTimestamp": None},
+        }
+        if rtype.plural == "selfsubjectreviews":
+            answer["status"] = {"userInfo": user.as_dict()}
+            return json_response(answer, 201)
+        spec = body.get("spec") if isinstance(body.get("spec"), dict) else {}
+        assert isinstance(spec, dict)
+        resource = spec.get("resourceAttributes")
+        path = spec.get("nonResourceAttributes")
+        if isinstance(resource, dict) == isinstance(path, dict):
+            raise api_errors.invalid(
+                rtype.kind,
+                rtype.group,
+                "",
+                [
+                    api_errors.FieldError(
+                        "invalid",
+                        "spec.resourceAttributes",
+                        None,
+                        "exactly one of nonResourceAttributes or resourceAttributes must be "
+                        "specified",
+                    )
+                ],
+            )
+        if isinstance(resource, dict):
+            attrs = Attributes(
+                str(resource.get("verb", "")),
+                group=str(resource.get("group", "")),
+                version=str(resource.get("version", "")),
+                resource=str(resource.get("resource", "")),
+                subresource=str(resource.get("subresource", "")),
+                namespace=str(resource.get("namespace", "")),
+                name=str(resource.get("name", "")),
+            )
+        else:
+            assert isinstance(path, dict)
+            attrs = Attributes(
+                str(path.get("verb", "")), resource_request=False, path=str(path.get("path", ""))
+            )
+        allowed, reason = (
+            self.authorizer.authorize(user, attrs) if self.authorizer is not None else (True, "")
+        )
+        status: dict[str, Any] = {"allowed": allowed}
+        if reason:
+            status["reason"] = reason
+        answer["spec"] = spec
+        answer["status"] = status
+        return json_response(answer, 201)
 
     async def _on_shutdown(self, _: web.Application) -> None:
         self.store.close_watches()
@@ -197,7 +337,11 @@ class ApiServer:
                 if name is not None:
                     raise api_errors.path_not_found()
                 namespace, plural, name, subresource = None, "namespaces", namespace, plural
+        if self.authorizer is not None:
+            self._authorize(request, group, version, plural, namespace, name, subresource)
         rtype = self.store.lookup(group, version, plural)
+        if rtype.review:
+            return await self._review(request, rtype)
         if subresource is not None and subresource not in rtype.subresources:
             raise api_errors.path_not_found()
         if rtype.namespaced and namespace is None and name is not None:
@@ -362,6 +506,8 @@ class ApiServer:
             )
         return items_response(rtype, version, result.items, result.rv, metadata)
 
+
+_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch"}
 
 # Under /api/v1 and /apis/{group}/{version}; the namespaced forms are matched first.
 _RESOURCE_PATHS = (

@@ -6,6 +6,7 @@ in the same process), and loading the CRDs registered at start.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import logging
 import threading
@@ -16,10 +17,21 @@ from typing import Any
 import yaml
 from aiohttp import web
 
+from precedent_sandbox.auth import MASTERS, UserInfo, read_token_file
+from precedent_sandbox.rbac import GROUP as RBAC_GROUP
+from precedent_sandbox.rbac import RbacAuthorizer, bootstrap_policy
 from precedent_sandbox.routing import ApiServer
 from precedent_sandbox.store import Store
+from precedent_sandbox.tls import (
+    TlsFiles,
+    generate_self_signed,
+    server_context,
+    temporary_directory,
+)
 
-__all__ = ["Sandbox", "SandboxThread", "load_crd_documents"]
+__all__ = ["AUTHORIZATION_MODES", "Sandbox", "SandboxThread", "load_crd_documents"]
+
+AUTHORIZATION_MODES = ("AlwaysAllow", "RBAC")
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +80,11 @@ class Sandbox:
         bookmark_interval: float = 60.0,
         watch_timeout: float = 1800.0,
         access_log: bool = False,
+        token_auth_file: str | Path | None = None,
+        authorization_mode: str | None = None,
+        tls: bool | None = None,
+        tls_cert_file: str | Path | None = None,
+        tls_private_key_file: str | Path | None = None,
     ) -> None:
         self.host = host
         self.access_log = access_log
@@ -81,17 +98,62 @@ class Sandbox:
         documents.extend(crds)
         for document in documents:
             self.store.load_crd(json.loads(json.dumps(document)))
+        # Authentication is on with a token file; RBAC then follows unless told otherwise.
+        self.tokens: dict[str, UserInfo] | None = (
+            read_token_file(token_auth_file) if token_auth_file is not None else None
+        )
+        mode = authorization_mode or ("RBAC" if self.tokens is not None else "AlwaysAllow")
+        if mode not in AUTHORIZATION_MODES:
+            raise ValueError(
+                f"authorization mode {mode!r} is not one of {', '.join(AUTHORIZATION_MODES)}"
+            )
+        self.authorization_mode = mode
+        # kubectl sends a token only over HTTPS: authentication implies TLS unless told not to.
+        self.tls = (
+            tls if tls is not None else (self.tokens is not None or tls_cert_file is not None)
+        )
+        self._tls_given = (
+            TlsFiles(Path(tls_cert_file), Path(tls_private_key_file or tls_cert_file))
+            if tls_cert_file is not None
+            else None
+        )
+        self.tls_files: TlsFiles | None = None
+        self._tls_dir: Any = None
+        authorizer: RbacAuthorizer | None = None
+        if mode == "RBAC":
+            authorizer = RbacAuthorizer(self.store)
+            self._bootstrap_rbac()
+            self.store.rbac = authorizer
+            self.store.policies.authorize = authorizer.authorize
         self.api = ApiServer(
-            self.store, bookmark_interval=bookmark_interval, watch_timeout=watch_timeout
+            self.store,
+            bookmark_interval=bookmark_interval,
+            watch_timeout=watch_timeout,
+            tokens=self.tokens,
+            authorizer=authorizer,
         )
         self._runner: web.AppRunner | None = None
         self.port = 0
+
+    def _bootstrap_rbac(self) -> None:
+        roles, bindings = bootstrap_policy()
+        cluster_roles = self.store.lookup(RBAC_GROUP, "v1", "clusterroles")
+        cluster_bindings = self.store.lookup(RBAC_GROUP, "v1", "clusterrolebindings")
+        for role in roles:
+            self.store.create(cluster_roles, "", role)
+        for binding in bindings:
+            self.store.create(cluster_bindings, "", binding)
 
     @property
     def url(self) -> str:
         """``http://127.0.0.1:PORT`` once started."""
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}"
+        return f"{'https' if self.tls else 'http'}://{host}:{self.port}"
+
+    @property
+    def ca_file(self) -> Path | None:
+        """The certificate clients should trust (HTTPS only), once started."""
+        return self.tls_files.cert if self.tls_files is not None else None
 
     async def start(self) -> None:
         """Listen on ``host:port`` (port 0 picks a free one)."""
@@ -104,7 +166,15 @@ class Sandbox:
             access_log=logging.getLogger("aiohttp.access") if self.access_log else None,
         )
         await runner.setup()
-        site = web.TCPSite(runner, self.host, self.requested_port)
+        context = None
+        if self.tls:
+            if self._tls_given is not None:
+                self.tls_files = self._tls_given
+            elif self.tls_files is None:
+                self._tls_dir = temporary_directory()
+                self.tls_files = generate_self_signed(Path(self._tls_dir.name), self.host)
+            context = server_context(self.tls_files)
+        site = web.TCPSite(runner, self.host, self.requested_port, ssl_context=context)
         await site.start()
         self._runner = runner
         address = runner.addresses[0]
@@ -118,6 +188,9 @@ class Sandbox:
         if runner is not None:
             self.store.close_watches()
             await runner.cleanup()
+        if self._tls_dir is not None:
+            self._tls_dir.cleanup()
+            self._tls_dir, self.tls_files = None, None
 
     async def __aenter__(self) -> Sandbox:
         await self.start()
@@ -126,32 +199,74 @@ class Sandbox:
     async def __aexit__(self, *_: object) -> None:
         await self.stop()
 
-    def kubeconfig(self, *, namespace: str = "default") -> dict[str, Any]:
-        """A kubeconfig for this sandbox: one cluster, one context, a placeholder token."""
+    def token_for(self, user: str) -> str:
+        """The token of ``user`` in the token file; KeyError if the file has none."""
+        for token, info in (self.tokens or {}).items():
+            if info.name == user:
+                return token
+        raise KeyError(f"no token for user {user!r} in the token file")
+
+    def kubeconfig(
+        self, *, namespace: str = "default", user: str | None = None, token: str | None = None
+    ) -> dict[str, Any]:
+        """A kubeconfig for this sandbox.
+
+        ``user`` (a user of the token file) or ``token``: one context, ``precedent-sandbox``,
+        with that token. Neither: without authentication, one context with a placeholder
+        token; with a token file, one context per user (named after it), the current one a
+        ``system:masters`` member if there is one, else the file's first user.
+        """
+        chosen: list[tuple[str, str]]
+        if token is not None or user is not None:
+            chosen = [
+                ("precedent-sandbox", token if token is not None else self.token_for(user or ""))
+            ]
+            current = "precedent-sandbox"
+        elif self.tokens:
+            chosen = [(info.name, value) for value, info in self.tokens.items()]
+            masters = [info.name for info in self.tokens.values() if MASTERS in info.groups]
+            current = masters[0] if masters else chosen[0][0]
+        else:
+            chosen = [("precedent-sandbox", "sandbox")]
+            current = "precedent-sandbox"
+        cluster: dict[str, Any] = {"server": self.url}
+        if self.tls_files is not None:
+            cluster["certificate-authority-data"] = base64.b64encode(
+                self.tls_files.cert.read_bytes()
+            ).decode()
         return {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "precedent-sandbox", "cluster": {"server": self.url}}],
-            "users": [{"name": "precedent-sandbox", "user": {"token": "sandbox"}}],
+            "clusters": [{"name": "precedent-sandbox", "cluster": cluster}],
+            "users": [{"name": name, "user": {"token": value}} for name, value in chosen],
             "contexts": [
                 {
-                    "name": "precedent-sandbox",
+                    "name": name,
                     "context": {
                         "cluster": "precedent-sandbox",
-                        "user": "precedent-sandbox",
+                        "user": name,
                         "namespace": namespace,
                     },
                 }
+                for name, _ in chosen
             ],
-            "current-context": "precedent-sandbox",
+            "current-context": current,
             "preferences": {},
         }
 
-    def write_kubeconfig(self, path: str | Path, *, namespace: str = "default") -> Path:
+    def write_kubeconfig(
+        self,
+        path: str | Path,
+        *,
+        namespace: str = "default",
+        user: str | None = None,
+        token: str | None = None,
+    ) -> Path:
         """Write :meth:`kubeconfig` to ``path`` (parents created) and return the path."""
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(yaml.safe_dump(self.kubeconfig(namespace=namespace), sort_keys=False))
+        config = self.kubeconfig(namespace=namespace, user=user, token=token)
+        target.write_text(yaml.safe_dump(config, sort_keys=False))
         return target
 
 
@@ -185,13 +300,22 @@ class SandboxThread:
         """The object store (read it from the sandbox's thread: see :meth:`call`)."""
         return self.sandbox.store
 
-    def kubeconfig(self, *, namespace: str = "default") -> dict[str, Any]:
+    def kubeconfig(
+        self, *, namespace: str = "default", user: str | None = None, token: str | None = None
+    ) -> dict[str, Any]:
         """See :meth:`Sandbox.kubeconfig`."""
-        return self.sandbox.kubeconfig(namespace=namespace)
+        return self.sandbox.kubeconfig(namespace=namespace, user=user, token=token)
 
-    def write_kubeconfig(self, path: str | Path, *, namespace: str = "default") -> Path:
+    def write_kubeconfig(
+        self,
+        path: str | Path,
+        *,
+        namespace: str = "default",
+        user: str | None = None,
+        token: str | None = None,
+    ) -> Path:
         """See :meth:`Sandbox.write_kubeconfig`."""
-        return self.sandbox.write_kubeconfig(path, namespace=namespace)
+        return self.sandbox.write_kubeconfig(path, namespace=namespace, user=user, token=token)
 
     def start(self, timeout: float = 30.0) -> SandboxThread:
         """Start the thread and return once the server listens."""

@@ -22,8 +22,9 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from precedent_sandbox import admission, lifecycle
+from precedent_sandbox import admission, lifecycle, rbac
 from precedent_sandbox import errors as api_errors
+from precedent_sandbox.auth import CURRENT_USER
 from precedent_sandbox.errors import FieldError
 from precedent_sandbox.meta import FieldSelector, LabelSelector, generate_name
 from precedent_sandbox.objects import Obj, Stored, encode
@@ -32,6 +33,7 @@ from precedent_sandbox.patch import (
     apply_merge_patch,
     apply_strategic_merge_patch,
 )
+from precedent_sandbox.policy import PolicyAdmission
 from precedent_sandbox.registry import BUILTINS, ResourceType, resource_type_from_crd
 from precedent_sandbox.watch import Bucket, Event, Watcher, replay
 
@@ -69,6 +71,12 @@ class Store:
         self.history_size = history_size
         self.types: dict[tuple[str, str], ResourceType] = {}
         self.buckets: dict[tuple[str, str], Bucket] = {}
+        # ValidatingAdmissionPolicies apply whatever the authorization mode, as in Kubernetes;
+        # their ``authorizer`` allows everything until the sandbox turns RBAC on.
+        self.policies = PolicyAdmission(self, lambda user, attrs: (True, ""))
+        # Set when RBAC is on: writes of roles and bindings are checked for escalation.
+        self.rbac: rbac.RbacAuthorizer | None = None
+        self._aggregating = False
         for rtype in BUILTINS():
             self._register(rtype)
         for name in ("default", "kube-system", "kube-public"):
@@ -255,6 +263,7 @@ class Store:
         admission.validate(rtype, obj, None, name)
         if rtype.namespaced:
             lifecycle.check_namespace(self, rtype, namespace, name)
+        warnings += self._admit("CREATE", rtype, namespace, name, obj, None, None, dry_run)
         bucket = self.bucket(rtype)
         if name in bucket.objects.get(namespace, {}):
             raise api_errors.already_exists(rtype.qualified, name)
@@ -379,6 +388,7 @@ class Store:
         current = self.get(rtype, namespace, name)
         admission.check_preconditions(rtype, current, options or {})
         meta = current.obj["metadata"]
+        self._admit("DELETE", rtype, namespace, name, None, current.obj, None, dry_run)
         if dry_run:
             return WriteResult(current)
         if rtype.plural == "namespaces":
@@ -439,12 +449,40 @@ class Store:
         if rtype.plural == "customresourcedefinitions":
             admission.check_crd_update(obj, old)
             lifecycle.accept_crd(obj)
+        warnings += self._admit("UPDATE", rtype, namespace, name, obj, old, subresource, dry_run)
         if dry_run:
             return WriteResult(Stored(obj, current.rv), 200, warnings)
         if meta.get("deletionTimestamp") and not meta.get("finalizers"):
             meta.pop("resourceVersion", None)
             return WriteResult(self.remove(rtype, current, obj), 200, warnings)
         return WriteResult(self.commit(rtype, namespace, name, obj, current), 200, warnings)
+
+    def _admit(
+        self,
+        operation: str,
+        rtype: ResourceType,
+        namespace: str,
+        name: str,
+        obj: Obj | None,
+        old: Obj | None,
+        subresource: str | None,
+        dry_run: bool,
+    ) -> tuple[str, ...]:
+        """RBAC escalation checks and ValidatingAdmissionPolicies; returns their warnings."""
+        if self.rbac is not None and obj is not None and rtype.group == rbac.GROUP:
+            self.rbac.check_escalation(CURRENT_USER.get(), rtype.plural, obj, namespace)
+        return self.policies.admit(
+            operation, rtype, namespace, name, obj, old, subresource, dry_run=dry_run
+        )
+
+    def _roles_changed(self, rtype: ResourceType) -> None:
+        # The aggregation controller, run at once rather than eventually.
+        if rtype.plural == "clusterroles" and rtype.group == rbac.GROUP and not self._aggregating:
+            self._aggregating = True
+            try:
+                rbac.aggregate_cluster_roles(self)
+            finally:
+                self._aggregating = False
 
     def commit(
         self, rtype: ResourceType, namespace: str, name: str, obj: Obj, old: Stored | None
@@ -460,6 +498,8 @@ class Store:
         )
         if rtype.plural == "customresourcedefinitions":
             self._register(resource_type_from_crd(obj))
+        elif rtype.plural == "clusterroles":
+            self._roles_changed(rtype)
         return stored
 
     def remove(self, rtype: ResourceType, current: Stored, final: Obj | None = None) -> Stored:
@@ -478,6 +518,8 @@ class Store:
         bucket.record(Event("DELETED", stored, None))
         if rtype.namespaced:
             lifecycle.maybe_finish_namespace(self, namespace)
+        elif rtype.plural == "clusterroles":
+            self._roles_changed(rtype)
         return stored
 
 
