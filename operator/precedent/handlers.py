@@ -12,6 +12,7 @@ operator never writes to a request's metadata or spec: status-only writes, as it
 from __future__ import annotations
 
 import logging
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,8 +21,10 @@ import prometheus_client
 
 from precedent.adapters.kube_api import ApiConnection, KubeApi
 from precedent.errors import DependencyError, InputError, PrecedentError
+from precedent.logging_json import configure_logging
 from precedent.models import API_GROUP, PlaybookHistory
 from precedent.services import AssessmentService, OutcomeService
+from precedent.services.observability import DecisionRecorder, RequestName
 from precedent.services.outcomes import RequestRef
 from precedent.settings import load_settings
 from precedent.wiring import build_outcomes, build_service
@@ -52,6 +55,8 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     settings.networking.request_timeout = 30
     memo.service = service
     memo.config = config
+    configure_logging(config.log_format)
+    memo.recorder = DecisionRecorder(service)
     if service.signer.ephemeral:
         logging.getLogger(__name__).warning(
             "PRECEDENT_STATUS_KEY is not set: statuses are signed with a per-process key, so "
@@ -240,6 +245,7 @@ async def assess_request(
     if service.signer.answered(body):
         return  # answered by this operator: a restart re-lists everything and leaves it alone
     # The creation time anchors "recent" so that re-running the handler gives the same answer.
+    started = time.perf_counter()
     update = await service.reconcile(
         spec,
         uid=str(meta.get("uid", "")),
@@ -248,6 +254,9 @@ async def assess_request(
         now=datetime.now(UTC),
         anchor=_timestamp(meta.get("creationTimestamp")),
     )
+    recorder: DecisionRecorder = memo.recorder
+    name = RequestName(str(meta.get("uid", "")), str(meta.get("namespace")), str(meta.get("name")))
+    recorder.reconciled(name, str(spec.get("action", "")), update, time.perf_counter() - started)
     patch.status.update(update.patch())
     if update.event is not None:
         kopf.event(
@@ -276,6 +285,8 @@ def index_outcome(uid: str, spec: kopf.Spec, memo: kopf.Memo, **_: Any) -> dict[
 @kopf.on.event(*REQUESTS, id="outcome-deleted", when=lambda type, **_: type == "DELETED")
 async def outcome_deleted(uid: str, memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
     """A deleted request's outcome stops counting; its playbook's status is recounted."""
+    recorder: DecisionRecorder = memo.recorder
+    recorder.deleted(uid)  # a deleted request no longer counts as Stalled
     outcomes: OutcomeService = memo.outcomes
     for playbook in outcomes.forget(uid):
         try:
