@@ -23,6 +23,9 @@ Assessments (recorded once per reconciliation by ``services.observability``):
 * ``precedent_assessment_duration_seconds{outcome}`` — one reconciliation, from the spec to the
   status (history, policy and playbook selection); ``outcome`` is ``assessed``, ``invalid`` or
   ``waiting``.
+* ``precedent_top_incident_matches_total{incident}`` — answered requests whose most relevant
+  past incident was ``incident`` (an id from the history: bounded by the incidents the platform
+  team keeps, never by what a requester writes).
 * ``precedent_stalled_requests{reason}`` — requests this process holds Stalled now (an invalid
   spec, ``InvalidSpec``); back to 0 when the request is answered or deleted.
 * ``precedent_history_incidents`` — incidents in the history snapshot requests are scored against.
@@ -114,6 +117,12 @@ class Metrics:
             "Time to reconcile one remediation request (history, policy, playbook selection).",
             ["outcome"],
             buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.top_incident = Counter(
+            "precedent_top_incident_matches_total",
+            "Answered remediation requests by their most relevant past incident.",
+            ["incident"],
             registry=registry,
         )
         self.stalled_requests = Gauge(

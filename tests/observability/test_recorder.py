@@ -116,6 +116,8 @@ def test_one_json_line_per_decision_names_the_request(
     assert line["decision"] == assessment.risk.decision.value
     assert line["playbook"] == (assessment.playbook.id if assessment.playbook else None)
     assert line["duration_seconds"] == 0.02
+    assert line["incident"] == assessment.risk.most_relevant_incident
+    assert value(registry, "precedent_top_incident_matches_total", incident=line["incident"]) == 1
     assert line["level"] == "INFO"
 
 

@@ -84,10 +84,14 @@ class DecisionRecorder:
         if assessment is not None:
             band, decision = assessment.risk.band.value, assessment.risk.decision.value
             self.metrics.decisions.labels(band, decision).inc()
+            top = assessment.risk.most_relevant_incident
+            if top:
+                self.metrics.top_incident.labels(top).inc()
             fields.update(
                 band=band,
                 decision=decision,
                 score=assessment.risk.score,
+                incident=top,
                 playbook=assessment.playbook.id if assessment.playbook else None,
                 selection_method=(
                     assessment.playbook.selection_method if assessment.playbook else None
