@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,9 +22,11 @@ import prometheus_client
 
 from precedent.adapters.kube_api import ApiConnection, KubeApi
 from precedent.errors import DependencyError, InputError, PrecedentError
+from precedent.logging_json import configure_logging
 from precedent.models import API_GROUP, PlaybookHistory
 from precedent.services import AssessmentService, OutcomeService
 from precedent.services.events import EventPoster
+from precedent.services.observability import DecisionRecorder, RequestName
 from precedent.services.outcomes import RequestRef
 from precedent.settings import load_settings
 from precedent.wiring import build_outcomes, build_service
@@ -65,6 +68,8 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     settings.networking.request_timeout = 30
     memo.service = service
     memo.config = config
+    configure_logging(config.log_format)
+    memo.recorder = DecisionRecorder(service)
     if service.signer.ephemeral:
         logging.getLogger(__name__).warning(
             "PRECEDENT_STATUS_KEY is not set: statuses are signed with a per-process key, so "
@@ -255,6 +260,7 @@ async def assess_request(
     if service.signer.answered(body):
         return  # answered by this operator: a restart re-lists everything and leaves it alone
     # The creation time anchors "recent" so that re-running the handler gives the same answer.
+    started = time.perf_counter()
     update = await service.reconcile(
         spec,
         uid=str(meta.get("uid", "")),
@@ -264,6 +270,9 @@ async def assess_request(
         anchor=_timestamp(meta.get("creationTimestamp")),
         attempt=retry + 1,
     )
+    recorder: DecisionRecorder = memo.recorder
+    name = RequestName(str(meta.get("uid", "")), str(meta.get("namespace")), str(meta.get("name")))
+    recorder.reconciled(name, str(spec.get("action", "")), update, time.perf_counter() - started)
     if update.event is not None:
         # Posted before the status is written, under a name only this answer produces: a crash
         # in between re-assesses and re-posts (409: once); a crash after leaves both in place.
@@ -303,6 +312,8 @@ def index_outcome(uid: str, spec: kopf.Spec, memo: kopf.Memo, **_: Any) -> dict[
 @kopf.on.event(*REQUESTS, id="outcome-deleted", when=lambda type, **_: type == "DELETED")
 async def outcome_deleted(uid: str, memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
     """A deleted request's outcome stops counting; its playbook's status is recounted."""
+    recorder: DecisionRecorder = memo.recorder
+    recorder.deleted(uid)  # a deleted request no longer counts as Stalled
     outcomes: OutcomeService = memo.outcomes
     for playbook in outcomes.forget(uid):
         try:

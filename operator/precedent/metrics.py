@@ -16,6 +16,22 @@ Playbook catalog (seed 004):
 * ``precedent_context_api_request_duration_seconds{endpoint, status}`` — the Context API
   server's own request latency.
 
+Assessments (recorded once per reconciliation by ``services.observability``):
+
+* ``precedent_decisions_total{band, decision}`` — answered requests by risk band (``low``,
+  ``medium``, ``high``) and the policy's decision (``Approved``, ``Escalated``, ``Denied``).
+* ``precedent_assessment_duration_seconds{outcome}`` — one reconciliation, from the spec to the
+  status (history, policy and playbook selection); ``outcome`` is ``assessed``, ``invalid`` or
+  ``waiting``.
+* ``precedent_top_incident_matches_total{incident}`` — answered requests whose most relevant
+  past incident was ``incident`` (an id from the history: bounded by the incidents the platform
+  team keeps, never by what a requester writes).
+* ``precedent_stalled_requests{reason}`` — requests this process holds Stalled now (an invalid
+  spec, ``InvalidSpec``); back to 0 when the request is answered or deleted.
+* ``precedent_history_incidents`` — incidents in the history snapshot requests are scored against.
+* ``precedent_vector_index_info{kind}`` — 1 for the vector index in use (``exact``,
+  ``approximate``, or ``none`` in rules-only mode).
+
 Reported outcomes:
 
 * ``precedent_outcomes_total{result}`` — outcomes the operator handled (``succeeded``,
@@ -27,9 +43,12 @@ from __future__ import annotations
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
 
-__all__ = ["LATENCY_BUCKETS", "METRICS", "Metrics"]
+__all__ = ["INDEX_KINDS", "LATENCY_BUCKETS", "METRICS", "Metrics"]
 
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+
+INDEX_KINDS = ("exact", "approximate", "none")
+"""Every value of ``precedent_vector_index_info{kind}`` (all are exported, one of them is 1)."""
 
 
 class Metrics:
@@ -85,6 +104,42 @@ class Metrics:
             "precedent_outcomes_total",
             "Reported outcomes of remediation requests handled by the operator, by result.",
             ["result"],
+            registry=registry,
+        )
+        self.decisions = Counter(
+            "precedent_decisions_total",
+            "Answered remediation requests by risk band and the policy's decision.",
+            ["band", "decision"],
+            registry=registry,
+        )
+        self.assessment_duration = Histogram(
+            "precedent_assessment_duration_seconds",
+            "Time to reconcile one remediation request (history, policy, playbook selection).",
+            ["outcome"],
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.top_incident = Counter(
+            "precedent_top_incident_matches_total",
+            "Answered remediation requests by their most relevant past incident.",
+            ["incident"],
+            registry=registry,
+        )
+        self.stalled_requests = Gauge(
+            "precedent_stalled_requests",
+            "Remediation requests held Stalled by this operator process, by reason.",
+            ["reason"],
+            registry=registry,
+        )
+        self.history_incidents = Gauge(
+            "precedent_history_incidents",
+            "Incidents in the history snapshot requests are scored against.",
+            registry=registry,
+        )
+        self.vector_index = Gauge(
+            "precedent_vector_index_info",
+            "The vector index in use: 1 for its kind (exact, approximate, none), else 0.",
+            ["kind"],
             registry=registry,
         )
 

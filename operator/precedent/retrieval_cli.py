@@ -4,9 +4,12 @@
 from __future__ import annotations
 
 import json
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
@@ -21,6 +24,8 @@ from precedent.output import fail, format_table, run_async, settings_or_fail
 from precedent.services.evaluation import evaluate_risk, run_evaluation
 from precedent.settings import Settings
 from precedent.wiring import build_embedder, build_neighbours, build_service, load_history_files
+
+T = TypeVar("T")
 
 __all__ = ["eval_command", "fetch_model_command", "index_command", "search_command"]
 
@@ -171,7 +176,8 @@ def eval_command(
             require_history=True,
             catalog="",
         )
-        metrics = run_evaluation(service, queries)
+        with progress(len(queries), "evaluating") as advance:
+            metrics = run_evaluation(service, _counted(queries, advance))
     except PrecedentError as exc:
         fail(str(exc))
         return
@@ -288,7 +294,8 @@ def index_command(history: tuple[str, ...], embedder: str | None, save_dir: Path
                 "history is empty: pass --history PATH or set PRECEDENT_HISTORY_PATH"
             )
         neighbours = build_neighbours(settings, build_embedder(settings, embedder))
-        report = neighbours.sync(History(incidents))
+        with progress(len(incidents), "embedding") as advance:
+            report = neighbours.sync(History(incidents), progress=advance)
         if settings.index_dir is not None:
             neighbours.index.save(settings.index_dir)  # here saving is the point: say if it fails
     except PrecedentError as exc:
@@ -316,3 +323,20 @@ def fetch_model_command(directory: Path) -> None:
             click.echo(f"ok  {path}")
     except PrecedentError as exc:
         fail(str(exc))
+
+
+@contextmanager
+def progress(length: int, label: str) -> Iterator[Callable[[int], None]]:
+    """click's progress bar on stderr while stderr is a terminal; nothing drawn otherwise
+    (pipes, CI logs and ``-o json`` output stay clean)."""
+    if not sys.stderr.isatty():
+        yield lambda _done: None
+        return
+    with click.progressbar(length=length, label=label, file=sys.stderr) as bar:
+        yield bar.update
+
+
+def _counted(items: Sequence[T], advance: Callable[[int], None]) -> Iterator[T]:
+    for item in items:
+        yield item
+        advance(1)

@@ -95,6 +95,11 @@ class Settings(BaseSettings):
         le=65535,
         description="Port of the operator's Prometheus /metrics endpoint; 0 turns it off.",
     )
+    log_format: Literal["text", "json"] = Field(
+        default="text",
+        description="The operator's own log lines (one per decision): text, or json with one "
+        "object per line (kopf's lines keep kopf's --log-format).",
+    )
     action_registry: Path | None = Field(
         default=None,
         description="YAML file mapping READ_ONLY, WRITE and ADMIN to action names (e.g. mounted "

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,8 +107,13 @@ class VectorNeighbours:
         digest.update(incident_text(incident).encode())
         return digest.hexdigest()[:24]
 
-    def sync(self, history: History) -> SyncReport:
-        """Bring the index in line with ``history``: embed new or changed incidents only."""
+    def sync(
+        self, history: History, *, progress: Callable[[int], None] | None = None
+    ) -> SyncReport:
+        """Bring the index in line with ``history``: embed new or changed incidents only.
+
+        ``progress`` is told how many incidents each embedded batch held (a CLI progress bar).
+        """
         if self._synced == history.fingerprint:
             return SyncReport(embedded=0, removed=0, kept=len(self.index))
         wanted = {i.id: i for i in history.incidents}
@@ -129,6 +134,8 @@ class VectorNeighbours:
                 domains=[i.domain for i in batch],
                 fingerprints=[self._fingerprint(i) for i in batch],
             )
+            if progress is not None:
+                progress(len(batch))
         self._synced = history.fingerprint
         if (todo or removed) and self.index_dir is not None:
             try:

@@ -6,7 +6,7 @@ Each query is ranked by :meth:`AssessmentService.rank` — the code that fills a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from precedent.adapters.evaluation import EvalQuery
@@ -37,7 +37,7 @@ def rank_for_query(
     return [s.id for s in ranked if s.id not in query.exclude][:depth]
 
 
-def run_evaluation(service: AssessmentService, queries: Sequence[EvalQuery]) -> RetrievalMetrics:
+def run_evaluation(service: AssessmentService, queries: Iterable[EvalQuery]) -> RetrievalMetrics:
     """MRR, hit@1, hit@5 and MAP@10 of the operator's ranking over ``queries``."""
     return summarize(QueryOutcome.of(rank_for_query(service, q), q.relevant) for q in queries)
 
