@@ -1,10 +1,12 @@
-"""``precedent catalog``: serve the Context API, or ask a catalog which playbook fits."""
+"""``precedent serve`` (the API server) and ``precedent catalog``: serve, or ask a catalog which
+playbook fits."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -16,9 +18,9 @@ from precedent.models import PlaybookSelection
 from precedent.output import fail, format_table, settings_or_fail
 from precedent.services import PlaybookSelector, SelectionOutcome
 from precedent.settings import DEFAULT_CATALOG_PATH
-from precedent.wiring import build_embedder, build_selector
+from precedent.wiring import build_embedder, build_selector, build_service
 
-__all__ = ["catalog"]
+__all__ = ["catalog", "serve_command"]
 
 
 @click.group()
@@ -26,39 +28,113 @@ def catalog() -> None:
     """The playbook catalog: serve the Context API or query a catalog."""
 
 
-@catalog.command()
-@click.option(
-    "--catalog",
-    "location",
-    metavar="PATH",
-    help="Playbook YAML file or directory. Default: $PRECEDENT_CATALOG or data/playbooks.",
+_CATALOG_PATH_HELP = (
+    "Playbook YAML file or directory. Default: $PRECEDENT_CATALOG or data/playbooks."
 )
-@click.option("--host", default=None, help="Listen address. Default: $PRECEDENT_CATALOG_HOST.")
-@click.option(
-    "--port", type=click.IntRange(0, 65535), default=None, help="Default: $PRECEDENT_CATALOG_PORT."
+_HISTORY_HELP = (
+    "Incident YAML file or directory, or a .jsonl history (repeatable). "
+    "Default: $PRECEDENT_HISTORY_PATH or data/incidents."
 )
-def serve(location: str | None, host: str | None, port: int | None) -> None:
-    """Serve GET /api/v1/context/playbooks, /healthz and /metrics."""
+
+
+def _serve(
+    location: str | None,
+    history: tuple[str, ...],
+    host: str | None,
+    port: int | None,
+    embedder: str | None,
+    mode: str | None,
+) -> None:
     settings = settings_or_fail()
     source = settings.catalog_source(location)
     if source.url is not None:
-        fail(f"catalog serve needs a path, not a URL: {source.url}")
+        fail(f"serve needs a catalog path, not a URL: {source.url}")
     if source.path is None:
         fail(
             f"no catalog: pass --catalog PATH, set PRECEDENT_CATALOG or add {DEFAULT_CATALOG_PATH}/"
         )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
-        _, local = build_selector(settings, build_embedder(settings), location=str(source.path))
+        # The operator's own service: the search ranks as a RemediationRequest's status does,
+        # and the catalog is the service's in-process catalog (one embedder for both).
+        service = build_service(
+            settings,
+            history=history or None,
+            catalog=str(source.path),
+            mode=mode,  # type: ignore[arg-type]
+            embedder=embedder,
+        )
     except PrecedentError as exc:
         fail(str(exc))
         return
     run(
-        local,
+        service.catalog,
+        search=service,
         host=host or settings.catalog_host,
         port=settings.catalog_port if port is None else port,
         announce=click.echo,
     )
+
+
+def _serve_options(command: Callable[..., None]) -> Callable[..., None]:
+    options = [
+        click.option("--catalog", "location", metavar="PATH", help=_CATALOG_PATH_HELP),
+        click.option("--history", multiple=True, metavar="PATH", help=_HISTORY_HELP),
+        click.option(
+            "--host", default=None, help="Listen address. Default: $PRECEDENT_CATALOG_HOST."
+        ),
+        click.option(
+            "--port",
+            type=click.IntRange(0, 65535),
+            default=None,
+            help="Default: $PRECEDENT_CATALOG_PORT.",
+        ),
+        click.option(
+            "--embedder",
+            type=click.Choice(["lexical", "onnx", "http"]),
+            default=None,
+            help="Default: settings.",
+        ),
+        click.option(
+            "--mode",
+            type=click.Choice(["rules", "semantic", "hybrid"]),
+            default=None,
+            help="Default: settings (hybrid).",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+@click.command("serve")
+@_serve_options
+def serve_command(
+    location: str | None,
+    history: tuple[str, ...],
+    host: str | None,
+    port: int | None,
+    embedder: str | None,
+    mode: str | None,
+) -> None:
+    """Serve the API on one port: the Context API (GET /api/v1/context/playbooks), incident
+    search (POST /api/v1/incidents/search, GET /api/v1/incidents/stats), /openapi.json,
+    /healthz and /metrics."""
+    _serve(location, history, host, port, embedder, mode)
+
+
+@catalog.command("serve")
+@_serve_options
+def serve(
+    location: str | None,
+    history: tuple[str, ...],
+    host: str | None,
+    port: int | None,
+    embedder: str | None,
+    mode: str | None,
+) -> None:
+    """The same server as `precedent serve` (kept for compatibility)."""
+    _serve(location, history, host, port, embedder, mode)
 
 
 def _components(candidate: ScoredPlaybook) -> dict[str, float]:

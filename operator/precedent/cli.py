@@ -11,7 +11,7 @@ import click
 
 from precedent import retrieval_cli
 from precedent.adapters.loader import NamedRequest, load_requests
-from precedent.catalog_cli import catalog
+from precedent.catalog_cli import catalog, serve_command
 from precedent.demo import demo_command
 from precedent.errors import InputError, PrecedentError
 from precedent.models import Assessment
@@ -162,6 +162,7 @@ main.add_command(retrieval_cli.eval_command)
 main.add_command(retrieval_cli.index_command)
 main.add_command(retrieval_cli.fetch_model_command)
 main.add_command(catalog)
+main.add_command(serve_command)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

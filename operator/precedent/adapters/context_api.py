@@ -1,4 +1,9 @@
-"""The Context API server (seed 004): playbook queries over HTTP, with aiohttp.
+"""The API server, with aiohttp: the Context API (seed 004) and the incident search API.
+
+One server on one port (``precedent serve``; ``precedent catalog serve`` is the same server):
+the playbook routes below, ``POST /api/v1/incidents/search`` and
+``GET /api/v1/incidents/stats`` (adapters/search_api.py, when a history is served), and the
+OpenAPI 3.1 document of all of them at ``GET /openapi.json`` (adapters/openapi.py).
 
 ``GET /api/v1/context/playbooks?description=…&labels=k:v&labels=…&min_confidence=…&max_results=…``
 answers the seed's minimal schema and nothing more::
@@ -10,17 +15,17 @@ With ``include_components=true`` each playbook also carries ``components``: ``{"
 them; the seed keeps them from the model, so they are off by default).
 ``total_results`` counts every playbook that qualified; ``playbooks`` holds the first
 ``max_results`` of them, best first. Bad parameters get 400 and a description over 8 KiB gets
-413, each with an RFC 7807 ``application/problem+json`` body that names the parameter.
+413, each with an RFC 9457 ``application/problem+json`` body that names the parameter.
 ``GET /healthz`` reports liveness and the catalog size; ``GET /metrics`` is Prometheus text.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
 from typing import Any
 
 from aiohttp import web
@@ -33,6 +38,9 @@ from precedent.adapters.catalog_http import (
     ContextApiResponse,
 )
 from precedent.adapters.catalog_local import LocalPlaybookCatalog
+from precedent.adapters.openapi import OPENAPI_PATH, Health, openapi_document
+from precedent.adapters.problems import PROBLEM_BASE, PROBLEM_JSON, ProblemError
+from precedent.adapters.search_api import SEARCH_KEY, IncidentSearch, add_search_routes
 from precedent.core.playbooks import (
     DEFAULT_MAX_RESULTS,
     DEFAULT_MIN_CONFIDENCE,
@@ -46,14 +54,13 @@ from precedent.metrics import METRICS, Metrics
 __all__ = [
     "MAX_REQUEST_LINE",
     "PROBLEM_BASE",
+    "PROBLEM_JSON",
     "ProblemError",
     "create_app",
     "parse_query",
     "run",
 ]
 
-PROBLEM_BASE = "https://precedent.dev/problems/"
-PROBLEM_JSON = "application/problem+json"
 MAX_REQUEST_LINE = 64 * 1024
 """Request-line limit of the server: room for an 8 KiB description, percent-encoded, so an
 over-long one reaches the handler and gets a 413 rather than aiohttp's bare 400."""
@@ -63,35 +70,6 @@ log = logging.getLogger("precedent.context_api")
 
 CATALOG_KEY: web.AppKey[LocalPlaybookCatalog] = web.AppKey("catalog", LocalPlaybookCatalog)
 METRICS_KEY: web.AppKey[Metrics] = web.AppKey("metrics", Metrics)
-
-
-class ProblemError(Exception):
-    """An error answered with an RFC 7807 problem document."""
-
-    def __init__(
-        self, status: int, slug: str, title: str, detail: str, parameter: str | None = None
-    ) -> None:
-        super().__init__(detail)
-        self.status = status
-        self.slug = slug
-        self.title = title
-        self.detail = detail
-        self.parameter = parameter
-
-    def response(self, instance: str) -> web.Response:
-        """The ``application/problem+json`` response."""
-        body: dict[str, Any] = {
-            "type": PROBLEM_BASE + self.slug,
-            "title": self.title,
-            "status": self.status,
-            "detail": self.detail,
-            "instance": instance,
-        }
-        if self.parameter is not None:
-            body["invalid-params"] = [{"name": self.parameter, "reason": self.detail}]
-        return web.Response(
-            status=self.status, text=json.dumps(body), content_type=PROBLEM_JSON, charset="utf-8"
-        )
 
 
 def _invalid(parameter: str, detail: str) -> ProblemError:
@@ -205,11 +183,19 @@ async def playbooks(request: web.Request) -> web.Response:
 
 
 async def healthz(request: web.Request) -> web.Response:
-    """``GET /healthz``: ok, with the catalog size and embedder."""
+    """``GET /healthz``: ok, with the catalog size and embedder (and the history's size)."""
     catalog = request.app[CATALOG_KEY]
-    return web.json_response(
-        {"status": "ok", "playbooks": len(catalog), "embedder": catalog.embedder_name}
-    )
+    health = Health(status="ok", playbooks=len(catalog), embedder=catalog.embedder_name)
+    service = request.app.get(SEARCH_KEY)
+    if service is not None:
+        health.incidents = len(service.history.snapshot)
+        health.mode = service.config.mode
+    return web.json_response(health.model_dump(mode="json", exclude_none=True))
+
+
+async def openapi(request: web.Request) -> web.Response:
+    """``GET /openapi.json``: the OpenAPI 3.1 document of the routes this server has."""
+    return web.json_response(openapi_document(search=SEARCH_KEY in request.app))
 
 
 async def metrics(request: web.Request) -> web.Response:
@@ -254,16 +240,26 @@ async def problem_middleware(request: web.Request, handler: Handler) -> web.Stre
 def create_app(
     catalog: LocalPlaybookCatalog,
     *,
+    search: IncidentSearch | None = None,
+    clock: Callable[[], datetime] | None = None,
     metrics_registry: Metrics = METRICS,
     middlewares: Sequence[Callable[..., Any]] = (),
 ) -> web.Application:
-    """The Context API application; ``middlewares`` run inside the problem middleware."""
+    """The API application: the Context API, and the incident search API over ``search``
+    (the operator's assessment service) when given; ``clock`` anchors the search's recency
+    boosts (default: now). ``middlewares`` run inside the problem middleware."""
     app = web.Application(middlewares=[problem_middleware, *middlewares])
     app[CATALOG_KEY] = catalog
     app[METRICS_KEY] = metrics_registry
     app.router.add_get(PLAYBOOKS_PATH, playbooks)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/metrics", metrics)
+    app.router.add_get(OPENAPI_PATH, openapi)
+    if search is not None:
+        if clock is None:
+            add_search_routes(app, search)
+        else:
+            add_search_routes(app, search, clock=clock)
     return app
 
 
@@ -272,15 +268,21 @@ def run(
     *,
     host: str,
     port: int,
+    search: IncidentSearch | None = None,
     announce: Callable[[str], None] | None = print,
 ) -> None:
-    """Serve until interrupted (``precedent catalog serve``)."""
+    """Serve until interrupted (``precedent serve``, ``precedent catalog serve``)."""
     if announce is not None:
         announce(
             f"Context API: {len(catalog)} playbooks from {catalog.name} on http://{host}:{port}"
         )
+        if search is not None:
+            announce(
+                f"Incident search: {len(search.history.snapshot)} incidents "
+                f"({search.config.mode} mode) on http://{host}:{port}/api/v1/incidents/search"
+            )
     web.run_app(
-        create_app(catalog),
+        create_app(catalog, search=search),
         host=host,
         port=port,
         print=None,

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from precedent.adapters.faiss_index import FaissIncidentIndex
-from precedent.core.embedding import DocumentFrequencies, LexicalEmbedder
+from precedent.core import semantic
+from precedent.core.embedding import Bm25Match, DocumentFrequencies, LexicalEmbedder
 from precedent.core.history import History
 from precedent.core.normalize import ProposedAction
 from precedent.core.ports import Embedder, IndexStats
@@ -67,8 +68,15 @@ class VectorNeighbours:
         approximate_threshold: int = 200_000,
         batch_size: int = 256,
         title_weight: float = TITLE_WEIGHT,
+        fusion_weight: float | None = None,
     ) -> None:
         self.embedder = embedder
+        self.fusion_weight = semantic.FUSION_WEIGHT if fusion_weight is None else fusion_weight
+        if not 0.0 <= self.fusion_weight <= 1.0:
+            raise ValueError("fusion_weight must be in [0, 1]")
+        # BM25 over the same incidents, kept in step by ``sync``; it re-scores the vector
+        # index's candidates (sparse + dense fusion, see ``fuse``).
+        self.bm25 = Bm25Match()
         self.calibration = calibration or calibration_for(embedder.name)
         self.index_dir = index_dir
         self.batch_size = batch_size
@@ -136,6 +144,7 @@ class VectorNeighbours:
             )
             if progress is not None:
                 progress(len(batch))
+        self._sync_bm25(history)
         self._synced = history.fingerprint
         if (todo or removed) and self.index_dir is not None:
             try:
@@ -146,6 +155,18 @@ class VectorNeighbours:
                     logger.warning("%s; the index stays in memory only", exc)
                 self._save_failed = True
         return SyncReport(embedded=len(todo), removed=removed, kept=len(wanted) - len(todo))
+
+    def _sync_bm25(self, history: History) -> None:
+        if self.fusion_weight <= 0:
+            return
+        wanted = {i.id for i in history.incidents}
+        for gone in [i for i in self.bm25.ids() if i not in wanted]:
+            self.bm25.remove(gone)
+        for incident in history.incidents:
+            # The same fingerprint as the vector's: only new or changed incidents are counted.
+            fingerprint = self._fingerprint(incident)
+            if self.bm25.fingerprint(incident.id) != fingerprint:
+                self.bm25.add(incident.id, incident_text(incident), fingerprint)
 
     def _count(self, history: History, todo: list[Incident], *, recount: bool) -> None:
         frequencies, embedder = self.frequencies, self.embedder
@@ -178,10 +199,16 @@ class VectorNeighbours:
     def neighbours(self, action: ProposedAction, history: History, k: int) -> Mapping[int, float]:
         """Up to ``k`` incident positions with calibrated semantic similarity above 0."""
         self.sync(history)
+        text = request_text(action)
+        pairs = self.cosines(text, k, domain=action.domain)
+        scores = [cosine for _, cosine in pairs]
+        if self.fusion_weight > 0 and pairs:
+            lexical = self.bm25.match(text, [incident_id for incident_id, _ in pairs])
+            scores = semantic.fuse(scores, lexical.tolist(), self.fusion_weight)
         found: dict[int, float] = {}
-        for incident_id, cosine in self.cosines(request_text(action), k, domain=action.domain):
+        for (incident_id, _), score in zip(pairs, scores, strict=True):
             pos = history.position(incident_id)
-            similarity = self.calibration(cosine)
+            similarity = self.calibration(score)
             if pos is not None and similarity > 0:
                 found[pos] = similarity
         return found

@@ -27,6 +27,7 @@ from precedent.core.vocabulary import concepts
 __all__ = [
     "STOPWORDS",
     "Bm25",
+    "Bm25Match",
     "DocumentFrequencies",
     "FloatMatrix",
     "LexicalEmbedder",
@@ -335,4 +336,90 @@ class Bm25:
                 continue
             pos, tf = found
             out[pos] += self._idf[word] * tf * (self._k1 + 1.0) / (tf + self._norm[pos])
+        return out
+
+
+class Bm25Match:
+    """Okapi BM25 kept in step with a changing set of documents, scoring chosen documents.
+
+    Documents are added, replaced and removed by id (the history's incidents), so the
+    document frequencies and the average length follow the history one incident at a time.
+    ``match(query, ids)`` scores only the given documents — the vector index's candidates —
+    so a query costs (candidates × query words), not a pass over the history.
+
+    Each score is divided by the most the query could score (every query word matched by a
+    document of average length with a large tf: ``Σ idf(t) · (k1 + 1)``), giving 0–1 that
+    does not depend on the other candidates: a weak match stays weak however few candidates
+    there are.
+    """
+
+    def __init__(self, *, k1: float = 1.2, b: float = 0.75) -> None:
+        self._k1, self._b = k1, b
+        self._docs: dict[str, tuple[Counter[str], int, str]] = {}
+        self._df: Counter[str] = Counter()
+        self._total = 0
+
+    def __len__(self) -> int:
+        return len(self._docs)
+
+    def fingerprint(self, doc_id: str) -> str | None:
+        """The fingerprint the document was added with (None: not here)."""
+        found = self._docs.get(doc_id)
+        return found[2] if found else None
+
+    def ids(self) -> list[str]:
+        """The documents' ids."""
+        return list(self._docs)
+
+    def add(self, doc_id: str, text: str, fingerprint: str = "") -> None:
+        """Add (or replace) one document."""
+        self.remove(doc_id)
+        counts = Counter(tokenize(text))
+        length = sum(counts.values())
+        self._docs[doc_id] = (counts, length, fingerprint)
+        self._df.update(counts.keys())
+        self._total += length
+
+    def remove(self, doc_id: str) -> bool:
+        """Forget one document; False if it was not here."""
+        found = self._docs.pop(doc_id, None)
+        if found is None:
+            return False
+        counts, length, _ = found
+        self._df.subtract(counts.keys())
+        for word in counts:
+            if self._df[word] <= 0:
+                del self._df[word]
+        self._total -= length
+        return True
+
+    def _idf(self, word: str) -> float:
+        df = self._df.get(word, 0)
+        if df <= 0:
+            return 0.0
+        n = len(self._docs)
+        return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+    def match(self, query: str, ids: Sequence[str]) -> npt.NDArray[np.float64]:
+        """One 0–1 score per id in ``ids`` (0 for ids not added)."""
+        out = np.zeros(len(ids), dtype=np.float64)
+        words = set(tokenize(query))
+        idf = {w: self._idf(w) for w in words}
+        ceiling = sum(idf.values()) * (self._k1 + 1.0)
+        if ceiling <= 0 or not self._docs:
+            return out
+        avg = self._total / len(self._docs) or 1.0
+        k1, b = self._k1, self._b
+        for row, doc_id in enumerate(ids):
+            found = self._docs.get(doc_id)
+            if found is None:
+                continue
+            counts, length, _ = found
+            norm = k1 * (1.0 - b + b * length / avg)
+            score = 0.0
+            for word, weight in idf.items():
+                tf = counts.get(word)
+                if tf:
+                    score += weight * tf * (k1 + 1.0) / (tf + norm)
+            out[row] = score / ceiling
         return out

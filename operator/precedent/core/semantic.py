@@ -18,6 +18,7 @@ labelled paraphrase set (docs/retrieval.md, "Calibration"); ``PRECEDENT_SEMANTIC
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -31,11 +32,13 @@ from precedent.models import Incident
 
 __all__ = [
     "DEFAULT_CALIBRATIONS",
+    "FUSION_WEIGHT",
     "RRF_K",
     "TITLE_WEIGHT",
     "SemanticCalibration",
     "calibration_for",
     "embed_incidents",
+    "fuse",
     "incident_text",
     "reciprocal_rank_fusion",
     "request_text",
@@ -127,6 +130,27 @@ def embed_incidents(
 def request_text(action: ProposedAction) -> str:
     """What is embedded for a request: action words, resource, description, signal."""
     return action.text
+
+
+FUSION_WEIGHT = 0.3
+"""Share of the BM25 match in a neighbour's score (0 turns the fusion off)."""
+
+
+def fuse(cosines: Sequence[float], lexical: Sequence[float], weight: float) -> list[float]:
+    """Dense + sparse: ``max(cosine, (1 − w) · cosine + w · √bm25)`` per candidate.
+
+    ``bm25`` is the candidate's BM25 score over the most the query could score (0–1,
+    independent of the other candidates, ``Bm25Match``), so a candidate that shares only
+    common words gains little. The square root puts it on a cosine's scale (a document
+    sharing a quarter of the query's information scores 0.5, as a cosine of two such texts
+    would); the linear sum was measured too (docs/retrieval.md).
+    """
+    # Never below the cosine: BM25 cannot see the vocabulary's concepts ("lower the replica
+    # count" ~ scale-down), so a paraphrase it misses keeps its embedding similarity.
+    return [
+        max(c, (1.0 - weight) * c + weight * math.sqrt(max(0.0, b)))
+        for c, b in zip(cosines, lexical, strict=True)
+    ]
 
 
 RRF_K = 60

@@ -212,12 +212,19 @@ class AssessmentService:
         return NormalizedRequest(parsed, normalize_request(parsed), query)
 
     def score(
-        self, action: ProposedAction, *, top_k: int | None = None, now: datetime | None = None
+        self,
+        action: ProposedAction,
+        *,
+        top_k: int | None = None,
+        now: datetime | None = None,
+        ranking: RankingWeights | None = None,
     ) -> tuple[History, HistoricalResult]:
         """Similarity, risk and the ranked similar incidents for one normalised request.
 
         ``top_k`` lists more incidents than the status does (``precedent search``, ``eval``);
-        the ranking is the one the status shows.
+        the ranking is the one the status shows. ``ranking`` replaces the configured ranking
+        weights for this call only (the search API's per-request weights); the shared
+        configuration is never changed.
         """
         with self.history.lock:
             history = self.history.snapshot
@@ -231,7 +238,7 @@ class AssessmentService:
                 semantic=neighbours,
                 threshold=self.config.threshold,
                 top_k=top_k or self.config.top_k,
-                ranking=self.config.ranking,
+                ranking=ranking or self.config.ranking,
                 now=now,
                 risk_model=self.config.risk_model,
                 outcomes=self.evidence() if self.evidence is not None else None,
@@ -239,10 +246,16 @@ class AssessmentService:
         return history, result
 
     def rank(
-        self, action: ProposedAction, k: int, *, now: datetime | None = None
+        self,
+        action: ProposedAction,
+        k: int,
+        *,
+        now: datetime | None = None,
+        ranking: RankingWeights | None = None,
     ) -> list[SimilarIncident]:
-        """The ``k`` most relevant past incidents, ranked exactly as the status lists them."""
-        return self.score(action, top_k=k, now=now)[1].similar
+        """The ``k`` most relevant past incidents, ranked exactly as the status lists them
+        (with ``ranking`` in place of the configured weights, for this call only)."""
+        return self.score(action, top_k=k, now=now, ranking=ranking)[1].similar
 
     def assess_normalised(
         self,

@@ -185,7 +185,7 @@ def test_catalog_query_rejects_a_malformed_label() -> None:
 def test_catalog_serve_refuses_a_url() -> None:
     proc = run("catalog", "serve", "--catalog", "http://example.invalid")
     assert proc.returncode == 1
-    assert "needs a path, not a URL" in proc.stderr
+    assert "needs a catalog path, not a URL" in proc.stderr
 
 
 def test_bad_settings_are_one_line_naming_the_variable() -> None:
@@ -200,3 +200,46 @@ def test_bad_settings_are_one_line_naming_the_variable() -> None:
         weights.stderr.strip()
         == "error: invalid configuration: confidence weights must sum to 1, got 1.5"
     )
+
+
+def test_precedent_serve_answers_both_apis_on_one_port(tmp_path: Path) -> None:
+    port = free_port()
+    log = tmp_path / "serve.log"
+    command = [
+        PRECEDENT,
+        "serve",
+        "--catalog",
+        str(DATA / "playbooks"),
+        "--history",
+        str(DATA / "eval" / "history.jsonl"),
+        "--port",
+        str(port),
+    ]
+    url = f"http://127.0.0.1:{port}"
+    with (
+        log.open("w") as sink,
+        subprocess.Popen(command, cwd=REPO, stdout=sink, stderr=subprocess.STDOUT) as proc,
+    ):
+        try:
+            for _ in range(300):
+                assert proc.poll() is None, log.read_text()
+                try:
+                    if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    time.sleep(0.05)
+            found = httpx.post(
+                f"{url}/api/v1/incidents/search",
+                json={"query_text": "postgres connection pool exhausted", "top_k": 3},
+            ).json()
+            playbooks = httpx.get(
+                f"{url}/api/v1/context/playbooks", params={"description": "pod OOM restarts"}
+            ).json()
+            stats = httpx.get(f"{url}/api/v1/incidents/stats").json()
+        finally:
+            proc.terminate()
+            proc.wait(timeout=10)
+    assert len(found["similar_incidents"]) == 3
+    assert found["search_metadata"]["index_total"] == stats["total_vectors"] == 106
+    assert "total_results" in playbooks
+    assert "Incident search: 106 incidents" in log.read_text()
