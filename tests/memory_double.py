@@ -43,9 +43,11 @@ class RecordedConnection(AsyncConnection):  # type: ignore[misc]
 
     answers: ClassVar[list[tuple[int, Any] | BaseException]] = []
     sent: ClassVar[list[dict[str, Any]]] = []
+    options: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self.options = kwargs
+        # What the client configured its connection with (auth, TLS, timeout).
+        RecordedConnection.options = kwargs
         super().__init__(*args, **kwargs)
 
     async def perform_request(
