@@ -28,6 +28,7 @@ from precedent.core.ports import Embedder, IncidentMemory, MemoryFailure
 from precedent.core.resilience import RetryPolicy
 from precedent.core.semantic import calibration_for, incident_text
 from precedent.errors import DependencyError, InputError
+from precedent.metrics import METRICS, Metrics
 from precedent.models import Incident, Playbook
 from precedent.services.assessment import AssessmentService, AssessmentSettings
 from precedent.services.history import HistoryStore
@@ -112,7 +113,11 @@ def build_neighbours(settings: Settings, embedder: Embedder) -> VectorNeighbours
 
 
 def build_memory(
-    settings: Settings, embedder: Embedder | None = None, *, store: IncidentMemory | None = None
+    settings: Settings,
+    embedder: Embedder | None = None,
+    *,
+    store: IncidentMemory | None = None,
+    metrics: Metrics = METRICS,
 ) -> FleetMemory | None:
     """The fleet memory over OpenSearch (seed 001), or None when it is disabled.
 
@@ -158,6 +163,7 @@ def build_memory(
         write_retry=RetryPolicy(
             retries=settings.memory_write_retries, base_delay=0.5, max_delay=5.0
         ),
+        metrics=metrics,
     )
 
 
