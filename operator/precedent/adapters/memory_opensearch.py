@@ -258,6 +258,7 @@ class OpenSearchMemory:
         manifests declare is a mapping mismatch.
         """
         index_body, template = load_index_manifests(directory)
+        template = {**template, "index_patterns": [f"{self.index}*"]}
         where = f"memory {self.location}"
         try:
             await self.client.indices.put_index_template(name=self.index, body=template)
