@@ -14,6 +14,7 @@ from precedent.adapters.loader import NamedRequest, load_requests
 from precedent.catalog_cli import catalog, serve_command
 from precedent.demo import demo_command
 from precedent.errors import InputError, PrecedentError
+from precedent.memory_cli import memory
 from precedent.models import Assessment
 from precedent.output import dump_yaml, fail, format_table, run_async, settings_or_fail
 from precedent.sandbox_process import sandbox_command
@@ -163,6 +164,7 @@ main.add_command(retrieval_cli.index_command)
 main.add_command(retrieval_cli.fetch_model_command)
 main.add_command(catalog)
 main.add_command(serve_command)
+main.add_command(memory)
 
 if __name__ == "__main__":  # pragma: no cover
     main()

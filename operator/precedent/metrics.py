@@ -37,6 +37,16 @@ Reported outcomes:
 * ``precedent_outcomes_total{result}`` — outcomes the operator handled (``succeeded``,
   ``failed``, ``partial``), once per handling: a restart before the handling was recorded in the
   request's status may count one again in the new process.
+
+Fleet memory (seed 001):
+
+* ``precedent_memory_queries_total{status}`` — one per request that asked the memory:
+  ``success``, ``timeout``, ``circuit_open`` or the failure's kind (``auth``, ``unreachable``,
+  ``not_found``, ``throttled``, ``mapping``, ``error``).
+* ``precedent_memory_query_duration_seconds{status}`` — their latency.
+* ``precedent_memory_circuit_state`` — 0 closed, 1 half-open, 2 open.
+* ``precedent_memory_writes_total{status}`` — background writes: ``success`` (documents),
+  ``retry``, ``dropped``.
 """
 
 from __future__ import annotations
@@ -140,6 +150,33 @@ class Metrics:
             "precedent_vector_index_info",
             "The vector index in use: 1 for its kind (exact, approximate, none), else 0.",
             ["kind"],
+            registry=registry,
+        )
+        # -- fleet memory (seed 001) --------------------------------------------------------
+        self.memory_queries = Counter(
+            "precedent_memory_queries_total",
+            "Fleet memory queries by status: success, timeout, circuit_open, auth, "
+            "unreachable, not_found, throttled, mapping or error.",
+            ["status"],
+            registry=registry,
+        )
+        self.memory_latency = Histogram(
+            "precedent_memory_query_duration_seconds",
+            "Latency of one fleet memory query (deadline included), by status.",
+            ["status"],
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.memory_circuit_state = Gauge(
+            "precedent_memory_circuit_state",
+            "Circuit breaker in front of the fleet memory: 0 closed, 1 half-open, 2 open.",
+            registry=registry,
+        )
+        self.memory_writes = Counter(
+            "precedent_memory_writes_total",
+            "Incidents written to the fleet memory in the background: success, retry "
+            "(attempts after a failure) or dropped (retries exhausted).",
+            ["status"],
             registry=registry,
         )
 

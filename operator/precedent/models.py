@@ -44,6 +44,9 @@ __all__ = [
     "SimilarIncident",
     "SimilarityParts",
     "Target",
+    "TopologyEdge",
+    "TopologyHints",
+    "TopologyNode",
 ]
 
 API_GROUP = "precedent.dev"
@@ -337,6 +340,14 @@ class SimilarIncident(WireModel):
         default=None, description="Ranking score for people (hybrid + rerank), 0–1."
     )
     outcome: Outcome = Field(default=Outcome.UNKNOWN, description="How it ended.")
+    source: Literal["memory", "cluster", "bundled"] | None = Field(
+        default=None,
+        description="Where it came from: the fleet memory, this cluster's Incident objects, "
+        "or the bundled history.",
+    )
+    cluster: str | None = Field(
+        default=None, description="The cluster that wrote it (fleet memory and cluster only)."
+    )
 
 
 class RiskFactor(WireModel):
@@ -426,6 +437,41 @@ class EngineInfo(WireModel):
     similarity_mode: str = Field(description="rules | semantic | hybrid.")
     embedder: str | None = Field(default=None, description="Embedder name, if used.")
     risk_model: str | None = Field(default=None, description="seed or default.")
+    sources: list[str] = Field(
+        default_factory=list,
+        description="History sources that answered (bundled, cluster, memory); a missing one "
+        "is listed with its reason, e.g. 'memory: timeout after 2000 ms'.",
+    )
+
+
+class TopologyNode(WireModel):
+    """A resource the fleet memory knows of (seed 001's topology hints)."""
+
+    type: str = Field(max_length=63, description="Resource type, e.g. deployment or lambda.")
+    name: str = Field(max_length=253, description="Resource name.")
+
+
+class TopologyEdge(WireModel):
+    """A relationship between two known resources, as past investigations recorded it."""
+
+    source: str = Field(max_length=253, description="The resource the relation starts from.")
+    relation: str = Field(max_length=63, description="CALLS, TRIGGERS, READS, ….")
+    target: str = Field(max_length=253, description="The resource it points to.")
+    confidence: float = Field(ge=0, le=1, description="How sure the investigation was, 0–1.")
+    observed_at: datetime = Field(description="When the relation was last observed.")
+
+
+class TopologyHints(WireModel):
+    """Topology from the fleet memory, for people to validate with live tools; never scored."""
+
+    nodes: list[TopologyNode] = Field(
+        default_factory=list, max_length=20, description="Known resources (bounded)."
+    )
+    edges: list[TopologyEdge] = Field(
+        default_factory=list, max_length=20, description="Relationships, most confident first."
+    )
+    total_nodes: int = Field(default=0, description="Resources found before the bound.")
+    total_edges: int = Field(default=0, description="Relationships kept before the bound.")
 
 
 class Assessment(WireModel):
@@ -441,6 +487,9 @@ class Assessment(WireModel):
     recommendation: Recommendation | None = Field(default=None, description="If none chosen.")
     policy: PolicyResult | None = Field(default=None, description="Access level and approval.")
     engine: EngineInfo = Field(description="What produced this answer.")
+    topology_hints: TopologyHints | None = Field(
+        default=None, description="Topology hints from the fleet memory (seed 001), if any."
+    )
     input_hash: str = Field(description="sha256 of the canonical spec and history snapshot.")
 
 

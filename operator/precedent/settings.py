@@ -13,13 +13,16 @@ File sources follow one rule: a path setting left unset means its bundled defaul
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from precedent.core.memory_query import TopologyLimits
 from precedent.core.playbooks import ConfidenceWeights, SuccessPrior
 from precedent.core.ranking import RankingWeights
 from precedent.core.resilience import RetryPolicy
@@ -271,6 +274,75 @@ class Settings(BaseSettings):
         default=8081, ge=0, le=65535, description="Port `precedent catalog serve` listens on."
     )
 
+    # -- fleet memory over OpenSearch (seed 001) ------------------------------------------------
+    cluster_name: str | None = Field(
+        default=None,
+        max_length=253,
+        description="This cluster's name, written with every incident it shares with the fleet "
+        "memory and shown next to incidents other clusters wrote.",
+    )
+    memory_enabled: bool = Field(
+        default=False, description="Ask (and write to) the fleet memory in OpenSearch."
+    )
+    memory_url: str = Field(
+        default="", description="OpenSearch base URL, e.g. https://opensearch.example:9200."
+    )
+    memory_index: str = Field(
+        default="precedent-incidents", min_length=1, description="Index of shared incidents."
+    )
+    memory_auth: Literal["none", "api_key", "basic", "aws_sigv4"] = Field(
+        default="none",
+        description="none, api_key (Authorization: ApiKey …), basic (user and password) or "
+        "aws_sigv4 (Amazon OpenSearch Service; credentials from the AWS SDK's chain).",
+    )
+    memory_api_key: SecretStr | None = Field(
+        default=None, description="API key for api_key auth (from a Secret; never logged)."
+    )
+    memory_username: str = Field(default="", description="User name for basic auth.")
+    memory_password: SecretStr | None = Field(
+        default=None, description="Password for basic auth (from a Secret; never logged)."
+    )
+    memory_aws_region: str = Field(default="", description="AWS region for aws_sigv4.")
+    memory_aws_service: Literal["es", "aoss"] = Field(
+        default="es", description="es (managed domains) or aoss (serverless) for aws_sigv4."
+    )
+    memory_max_results: int = Field(
+        default=5, ge=1, le=100, description="Incidents asked from the memory per request."
+    )
+    memory_min_quality: float = Field(
+        default=0.7, ge=0, le=1, description="Lowest quality_score a shared incident may have."
+    )
+    memory_timeout_ms: int = Field(
+        default=2000, ge=1, le=60_000, description="Longest wait for the memory per request."
+    )
+    memory_verify_tls: bool = Field(
+        default=True, description="Verify the memory's TLS certificate."
+    )
+    memory_ca_bundle: Path | None = Field(
+        default=None, description="CA bundle (PEM) the memory's certificate is checked against."
+    )
+    memory_min_edge_confidence: float = Field(
+        default=0.6, ge=0, le=1, description="Lowest confidence of a topology edge shown."
+    )
+    memory_edge_max_age: timedelta = Field(
+        default=timedelta(hours=48),
+        description="Oldest topology edge shown, e.g. 48h, 2d or 90m.",
+    )
+    memory_write_retries: int = Field(
+        default=3, ge=0, le=10, description="Retries of a background write to the memory."
+    )
+
+    @field_validator("memory_edge_max_age", mode="before")
+    @classmethod
+    def _duration(cls, value: object) -> object:
+        # Seed 001 writes ages as 48h; accept that (and m, d) besides seconds and ISO 8601.
+        if isinstance(value, str):
+            found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhd])\s*", value)
+            if found:
+                unit = {"s": 1, "m": 60, "h": 3600, "d": 86400}[found.group(2)]
+                return timedelta(seconds=float(found.group(1)) * unit)
+        return value
+
     @model_validator(mode="after")
     def _concerns_are_valid(self) -> Settings:
         # Each concern is validated by the core type it configures (one rule, one place).
@@ -312,6 +384,31 @@ class Settings(BaseSettings):
             time_share=self.ranking_time_share,
             time_normalization_hours=self.ranking_time_normalization_hours,
             priority_weights=weights,
+        )
+
+    @property
+    def memory_problem(self) -> str | None:
+        """Why the enabled memory cannot be used as configured, naming the variable; or None."""
+        if not self.memory_enabled:
+            return None
+        if not is_url(self.memory_url):
+            return "PRECEDENT_MEMORY_URL: an http:// or https:// URL is required"
+        if self.memory_auth == "api_key" and not self.memory_api_key:
+            return "PRECEDENT_MEMORY_API_KEY: required with PRECEDENT_MEMORY_AUTH=api_key"
+        if self.memory_auth == "basic" and not (self.memory_username and self.memory_password):
+            return (
+                "PRECEDENT_MEMORY_USERNAME and PRECEDENT_MEMORY_PASSWORD: required with "
+                "PRECEDENT_MEMORY_AUTH=basic"
+            )
+        if self.memory_auth == "aws_sigv4" and not self.memory_aws_region:
+            return "PRECEDENT_MEMORY_AWS_REGION: required with PRECEDENT_MEMORY_AUTH=aws_sigv4"
+        return None
+
+    @property
+    def topology_limits(self) -> TopologyLimits:
+        """Which stored topology edges become hints (seed 001's filters)."""
+        return TopologyLimits(
+            min_confidence=self.memory_min_edge_confidence, max_age=self.memory_edge_max_age
         )
 
     @property

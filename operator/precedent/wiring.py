@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from pydantic import SecretStr
+
 from precedent.adapters.action_registry import load_action_registry
 from precedent.adapters.catalog_http import HttpPlaybookCatalog
 from precedent.adapters.catalog_local import LocalPlaybookCatalog
@@ -22,13 +24,16 @@ from precedent.adapters.vector_neighbours import VectorNeighbours
 from precedent.core.embedding import LexicalEmbedder, TfidfEmbedder
 from precedent.core.historical import SimilarityMode
 from precedent.core.policy import PolicyEngine
-from precedent.core.ports import Embedder
+from precedent.core.ports import Embedder, IncidentMemory, MemoryFailure
+from precedent.core.resilience import RetryPolicy
 from precedent.core.semantic import calibration_for, incident_text
 from precedent.errors import DependencyError, InputError
+from precedent.metrics import METRICS, Metrics
 from precedent.models import Incident, Playbook
 from precedent.services.assessment import AssessmentService, AssessmentSettings
 from precedent.services.history import HistoryStore
 from precedent.services.integrity import StatusSigner
+from precedent.services.memory import FleetMemory
 from precedent.services.outcomes import ClusterWriter, OutcomeService
 from precedent.services.selection import PlaybookSelector
 from precedent.settings import Settings
@@ -36,6 +41,7 @@ from precedent.settings import Settings
 __all__ = [
     "EMBEDDERS",
     "build_embedder",
+    "build_memory",
     "build_neighbours",
     "build_outcomes",
     "build_selector",
@@ -104,6 +110,65 @@ def build_neighbours(settings: Settings, embedder: Embedder) -> VectorNeighbours
     neighbours.index.domain_overfetch = settings.domain_overfetch
     neighbours.index.set_nprobe(settings.ivf_nprobe)
     return neighbours
+
+
+def build_memory(
+    settings: Settings,
+    embedder: Embedder | None = None,
+    *,
+    store: IncidentMemory | None = None,
+    metrics: Metrics = METRICS,
+) -> FleetMemory | None:
+    """The fleet memory over OpenSearch (seed 001), or None when it is disabled.
+
+    ``store`` replaces the OpenSearch adapter (tests: a double over openmock). A memory that
+    is enabled but misconfigured is an InputError naming the variable; one that is down is not
+    an error here (requests are scored without it and say so).
+    """
+    if not settings.memory_enabled:
+        return None
+    if store is None:
+        problem = settings.memory_problem
+        if problem is not None:
+            raise InputError(problem)
+        from precedent.adapters.memory_opensearch import OpenSearchMemory, build_client
+
+        try:
+            client = build_client(
+                settings.memory_url,
+                auth=settings.memory_auth,
+                api_key=_secret(settings.memory_api_key),
+                username=settings.memory_username,
+                password=_secret(settings.memory_password),
+                aws_region=settings.memory_aws_region,
+                aws_service=settings.memory_aws_service,
+                timeout_seconds=settings.memory_timeout_ms / 1000.0,
+                verify_tls=settings.memory_verify_tls,
+                ca_bundle=settings.memory_ca_bundle,
+            )
+        except MemoryFailure as exc:
+            raise InputError(str(exc)) from None
+        store = OpenSearchMemory(client, index=settings.memory_index, url=settings.memory_url)
+    return FleetMemory(
+        store,
+        cluster_name=settings.cluster_name,
+        max_results=settings.memory_max_results,
+        min_quality=settings.memory_min_quality,
+        timeout_ms=settings.memory_timeout_ms,
+        topology=settings.topology_limits,
+        ranking=settings.ranking_weights,
+        embedder=embedder,
+        failure_threshold=settings.breaker_failure_threshold,
+        reset_seconds=settings.breaker_reset_seconds,
+        write_retry=RetryPolicy(
+            retries=settings.memory_write_retries, base_delay=0.5, max_delay=5.0
+        ),
+        metrics=metrics,
+    )
+
+
+def _secret(value: SecretStr | None) -> str | None:
+    return value.get_secret_value() if value is not None else None
 
 
 def load_history_files(paths: Sequence[str | Path]) -> list[Incident]:
@@ -228,6 +293,7 @@ def build_service(
         signer=StatusSigner(
             settings.status_key.get_secret_value().encode() if settings.status_key else None
         ),
+        memory=build_memory(settings, shared),
     )
 
 
@@ -236,6 +302,8 @@ def build_outcomes(
 ) -> OutcomeService:
     """Outcome handling over the service's in-process catalog, with the same success prior;
     its ledger becomes the service's base-rate evidence."""
-    outcomes = OutcomeService(service.catalog, prior=settings.success_prior, cluster=cluster)
+    outcomes = OutcomeService(
+        service.catalog, prior=settings.success_prior, cluster=cluster, memory=service.memory
+    )
     service.evidence = outcomes.evidence
     return outcomes

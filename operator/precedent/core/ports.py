@@ -4,19 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from precedent.core.history import History
+from precedent.core.memory_query import MemoryQuery, ParsedHits, VectorField
 from precedent.core.normalize import ProposedAction
 from precedent.models import Alternative, PlaybookSelection, Recommendation
 
 __all__ = [
     "Embedder",
     "IncidentIndex",
+    "IncidentMemory",
     "IndexStats",
+    "MemoryFailure",
+    "MemoryFailureKind",
     "PlaybookDecision",
     "SemanticNeighbours",
 ]
@@ -120,3 +124,45 @@ class PlaybookDecision:
     selection: PlaybookSelection | None = None
     alternatives: list[Alternative] = field(default_factory=list)
     recommendation: Recommendation | None = None
+
+
+MemoryFailureKind = Literal[
+    "auth", "unreachable", "timeout", "not_found", "throttled", "mapping", "error"
+]
+
+
+class MemoryFailure(Exception):
+    """The fleet memory could not answer; ``str()`` is one line naming what is wrong."""
+
+    def __init__(self, kind: MemoryFailureKind, message: str) -> None:
+        super().__init__(message)
+        self.kind: MemoryFailureKind = kind
+
+
+class IncidentMemory(Protocol):
+    """A fleet-wide store of investigations (seed 001) that many clusters read and write.
+
+    Every method raises :class:`MemoryFailure` (never a client library's error) when the
+    store cannot answer.
+    """
+
+    @property
+    def location(self) -> str:
+        """Where the memory is (URL and index), for messages; never carries a secret."""
+        ...
+
+    async def vector_field(self) -> VectorField | None:
+        """The index's ``knn_vector`` field, detected once; None when it has none."""
+        ...
+
+    async def search(self, query: MemoryQuery) -> ParsedHits:
+        """Seed 001's search for one request."""
+        ...
+
+    async def upsert(self, documents: Sequence[tuple[str, Mapping[str, Any]]]) -> int:
+        """Store documents by id (an existing id is replaced: idempotent); returns how many."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release the connections."""
+        ...

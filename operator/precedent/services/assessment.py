@@ -55,6 +55,7 @@ from precedent.models import (
 )
 from precedent.services.history import HistoryStore
 from precedent.services.integrity import StatusSigner
+from precedent.services.memory import FleetMemory, MemoryRecall
 from precedent.services.selection import PlaybookSelector
 from precedent.services.status import IncidentStatus, StatusUpdate
 
@@ -123,6 +124,7 @@ class AssessmentService:
         policy: PolicyEngine,
         config: AssessmentSettings,
         signer: StatusSigner | None = None,
+        memory: FleetMemory | None = None,
     ) -> None:
         if config.mode != "rules" and neighbours is None:
             raise ValueError(f"similarity mode {config.mode!r} needs a semantic neighbour source")
@@ -133,6 +135,8 @@ class AssessmentService:
         self.policy = policy
         self.config = config
         self.signer = signer or StatusSigner()
+        # The fleet memory (seed 001), asked before scoring; None when disabled.
+        self.memory = memory
         # Outcomes reported on past requests (base-rate evidence for the default risk model);
         # the operator connects its outcome ledger here, commands have none.
         self.evidence: Callable[[], OutcomeEvidence] | None = None
@@ -143,7 +147,10 @@ class AssessmentService:
     def upsert_incident(self, name: str, spec: Mapping[str, Any], *, created: str = "") -> Incident:
         """Add or replace the incident from object ``name``; InputError names a bad field
         (and the object's earlier version leaves the history)."""
-        return self.history.upsert(name, spec, created=created)
+        incident = self.history.upsert(name, spec, created=created)
+        if self.memory is not None:
+            self.memory.remember(incident)  # written in the background; never waited for
+        return incident
 
     def incident_status(
         self,
@@ -218,19 +225,22 @@ class AssessmentService:
         top_k: int | None = None,
         now: datetime | None = None,
         ranking: RankingWeights | None = None,
+        recall: MemoryRecall | None = None,
     ) -> tuple[History, HistoricalResult]:
         """Similarity, risk and the ranked similar incidents for one normalised request.
 
         ``top_k`` lists more incidents than the status does (``precedent search``, ``eval``);
         the ranking is the one the status shows. ``ranking`` replaces the configured ranking
         weights for this call only (the search API's per-request weights); the shared
-        configuration is never changed.
+        configuration is never changed. ``recall`` (the fleet memory's answer) adds
+        its incidents to this request's view of the history.
         """
         with self.history.lock:
             history = self.history.snapshot
             neighbours = None
             if self.config.mode != "rules" and self.neighbours is not None and len(history):
                 neighbours = self.neighbours.neighbours(action, history, self.config.semantic_k)
+            history, writers = self._with_memory(history, recall)
             result = evaluate_history(
                 history,
                 action,
@@ -243,7 +253,46 @@ class AssessmentService:
                 risk_model=self.config.risk_model,
                 outcomes=self.evidence() if self.evidence is not None else None,
             )
-        return history, result
+            similar = [self._sourced(s, writers) for s in result.similar]
+        return history, HistoricalResult(result.risk, similar, result.similar_count)
+
+    # -- the fleet memory's part (seed 001) ----------------------------------------------------
+
+    @staticmethod
+    def _with_memory(
+        history: History, recall: MemoryRecall | None
+    ) -> tuple[History, dict[str, str | None]]:
+        """This request's history view: the snapshot plus the memory's incidents it lacks.
+
+        Local incidents win over the memory's copy of the same id. The memory's incidents go
+        after the snapshot's, so the snapshot's positions (the vector neighbours') still hold;
+        they are compared by the rules (the memory's text match chose them).
+        """
+        if recall is None or not recall.hits:
+            return history, {}
+        extra = [h for h in recall.hits if history.position(h.incident.id) is None]
+        if not extra:
+            return history, {}
+        writers = {h.incident.id: h.cluster for h in extra}
+        return History([*history.incidents, *(h.incident for h in extra)]), writers
+
+    def _sourced(
+        self, similar: SimilarIncident, writers: Mapping[str, str | None]
+    ) -> SimilarIncident:
+        """A listed incident with where it came from and which cluster wrote it."""
+        if similar.id in writers:
+            return similar.model_copy(update={"source": "memory", "cluster": writers[similar.id]})
+        origin = self.history.origin(similar.id)
+        if origin == "cluster":
+            own = self.memory.cluster_name if self.memory is not None else None
+            return similar.model_copy(update={"source": "cluster", "cluster": own})
+        return similar.model_copy(update={"source": origin})
+
+    def _sources(self, recall: MemoryRecall | None) -> list[str]:
+        sources = self.history.sources()
+        if self.memory is not None:
+            sources.append(recall.source if recall is not None else "memory: not asked")
+        return sources
 
     def rank(
         self,
@@ -262,10 +311,11 @@ class AssessmentService:
         request: NormalizedRequest,
         playbook: PlaybookDecision | None = None,
         now: datetime | None = None,
+        recall: MemoryRecall | None = None,
     ) -> Assessment:
         """History, risk and the policy's decision for a normalised request, on this thread,
-        with the catalog's answer (``playbook``) if one was asked."""
-        history, result = self.score(request.action, now=now)
+        with the catalog's answer (``playbook``) and the fleet memory's (``recall``)."""
+        history, result = self.score(request.action, now=now, recall=recall)
         verdict = self.policy.decide(request.action.action, result.risk.band)
         # The risk part says how risky; the policy alone says what happens (and why, when the
         # access level changed the band's decision).
@@ -291,7 +341,9 @@ class AssessmentService:
                 similarity_mode=self.config.mode,
                 embedder=self._embedder_name(),
                 risk_model=self.config.risk_model,
+                sources=self._sources(recall),
             ),
+            topology_hints=recall.topology if recall is not None else None,
             input_hash=self._input_hash(request.spec, history),
         )
 
@@ -308,9 +360,11 @@ class AssessmentService:
         decision = None
         if self.selector is not None:
             decision = (await self.selector.select_query(request.query)).decision
+        # Asked in the event loop, within its deadline, before the scoring thread runs.
+        recall = await self.memory.recall(request.action, now=now) if self.memory else None
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
-            self._executor, partial(self.assess_normalised, request, decision, now)
+            self._executor, partial(self.assess_normalised, request, decision, now, recall)
         )
 
     async def assess_many(
@@ -322,9 +376,12 @@ class AssessmentService:
         if self.selector is not None:
             picks = await self.selector.select_many([r.query for r in requests])
             decisions = [p.decision for p in picks]
+        recalls: list[MemoryRecall | None] = [None] * len(requests)
+        if self.memory is not None:
+            recalls = [await self.memory.recall(r.action, now=now) for r in requests]
         return [
-            self.assess_normalised(request, decision, now)
-            for request, decision in zip(requests, decisions, strict=True)
+            self.assess_normalised(request, decision, now, recall)
+            for request, decision, recall in zip(requests, decisions, recalls, strict=True)
         ]
 
     async def reconcile(
@@ -372,6 +429,8 @@ class AssessmentService:
         """Release the remote catalog's connections and the scoring thread."""
         if self.selector is not None:
             await self.selector.aclose()
+        if self.memory is not None:
+            await self.memory.aclose()
         self._executor.shutdown(wait=False)
 
     # -- what produced an answer ----------------------------------------------------------------

@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
@@ -45,6 +45,7 @@ class HistoryStore:
         self._bundled = {i.id: i for i in bundled}
         self._objects: dict[str, _Entry] = {}  # object name → its incident
         self._snapshot: History | None = None
+        self._cluster_ids: frozenset[str] = frozenset()  # ids that came from objects
         # The scoring thread reads the snapshot while kopf's handlers change the objects.
         self.lock = threading.RLock()
 
@@ -98,8 +99,24 @@ class HistoryStore:
                         winners[entry.incident.id] = entry
                 for entry in winners.values():
                     merged[entry.incident.id] = entry.incident
+                self._cluster_ids = frozenset(winners)
                 self._snapshot = History(sorted(merged.values(), key=lambda i: i.id))
             return self._snapshot
+
+    def origin(self, incident_id: str) -> Literal["cluster", "bundled"] | None:
+        """Whether an incident of the snapshot came from an object or the bundled history."""
+        with self.lock:
+            _ = self.snapshot
+            if incident_id in self._cluster_ids:
+                return "cluster"
+            return "bundled" if incident_id in self._bundled else None
+
+    def sources(self) -> list[str]:
+        """The sources the snapshot holds incidents from: ``bundled``, ``cluster``."""
+        with self.lock:
+            _ = self.snapshot
+            found = ["bundled"] if set(self._bundled) - self._cluster_ids else []
+            return [*found, "cluster"] if self._cluster_ids else found
 
     def __len__(self) -> int:
         return len(self.snapshot)

@@ -45,6 +45,7 @@ from precedent.errors import InputError
 from precedent.metrics import METRICS, Metrics
 from precedent.models import API_VERSION, Playbook, PlaybookHistory, RequestOutcomeResult
 from precedent.services.assessment import parse_request_spec
+from precedent.services.memory import FleetMemory
 from precedent.services.status import EventNote
 
 __all__ = [
@@ -164,12 +165,15 @@ class OutcomeService:
         ledger: OutcomeLedger | None = None,
         cluster: ClusterWriter | None = None,
         metrics: Metrics = METRICS,
+        memory: FleetMemory | None = None,
     ) -> None:
         self.catalog = catalog
         self.prior = prior
         self.ledger = ledger or OutcomeLedger()
         self.cluster = cluster
         self.metrics = metrics
+        # The fleet memory (seed 001) the failure's Incident is shared through, if enabled.
+        self.memory = memory
         self._priors: dict[str, PlaybookHistory] = {}  # playbook id → its spec.history
         self._playbook_locks: dict[str, asyncio.Lock] = {}
 
@@ -293,6 +297,10 @@ class OutcomeService:
                 "spec": spec_of_incident.model_dump(mode="json", by_alias=True, exclude_none=True),
             }
             created = await self.cluster.create_incident(body)
+            if self.memory is not None:
+                # Shared with the fleet now (in the background), not when the watch delivers
+                # the object; the document id is the incident id, so both writes agree.
+                self.memory.remember(spec_of_incident)
             logger.info("incident %s for %s/%s: %s", incident, *_names(request), created)
         self.metrics.outcomes.labels(result=outcome.result.value).inc()
         record: dict[str, Any] = {"result": outcome.result.value, "handledAt": _rfc3339(now)}

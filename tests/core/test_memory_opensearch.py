@@ -1,0 +1,201 @@
+"""The OpenSearch adapter: a real ``AsyncOpenSearch`` over recorded answers (exact request
+bodies, OpenSearch's documented errors) and over openmock (writes and searches round-trip)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from opensearchpy.exceptions import ConnectionError, ConnectionTimeout
+
+from precedent.adapters.memory_opensearch import OpenSearchMemory, build_client
+from precedent.core.memory_query import MemoryQuery, VectorField, incident_document
+from precedent.core.ports import MemoryFailure
+from precedent.models import Incident
+from tests.memory_double import FakeMemoryClient, RecordedConnection
+from tests.unit.test_memory_query import SEED_REQUEST, SEED_RESPONSE
+
+SECRET = "s3cr3t-api-key"
+QUERY = MemoryQuery("Lambda timeout error", "lambda", size=20)
+
+
+@pytest.fixture
+def recorded() -> Iterator[type[RecordedConnection]]:
+    RecordedConnection.answers = []
+    RecordedConnection.sent = []
+    yield RecordedConnection
+    assert RecordedConnection.answers == [], "an answer was not asked for"
+
+
+def memory(detect_vector: bool = False, **auth: Any) -> OpenSearchMemory:
+    client = build_client("http://memory.test:9200", connection_class=RecordedConnection, **auth)
+    return OpenSearchMemory(
+        client, index="investigations", url="http://memory.test:9200", detect_vector=detect_vector
+    )
+
+
+async def test_the_search_sends_seed_001s_request_and_parses_its_response(
+    recorded: type[RecordedConnection],
+) -> None:
+    recorded.answers = [(200, SEED_RESPONSE)]
+    store = memory(auth="api_key", api_key=SECRET)
+    parsed = await store.search(QUERY)
+    [sent] = recorded.sent
+    assert (sent["method"], sent["url"]) == ("POST", "/investigations/_search")
+    assert sent["body"] == SEED_REQUEST
+    assert sent["headers"]["authorization"] == f"ApiKey {SECRET}"
+    assert [h.incident.id for h in parsed.hits] == ["inv-123"]
+
+
+async def test_basic_auth_sends_the_user_and_password(recorded: type[RecordedConnection]) -> None:
+    recorded.answers = [(200, {"hits": {"hits": []}})]
+    await memory(auth="basic", username="precedent", password=SECRET).search(QUERY)
+    # The aiohttp connection turns http_auth into its Authorization header.
+    assert recorded.options["http_auth"] == ("precedent", SECRET)
+    assert "authorization" not in recorded.sent[0]["headers"]
+
+
+async def test_a_knn_vector_in_the_mapping_makes_the_query_hybrid(
+    recorded: type[RecordedConnection],
+) -> None:
+    mapping = {
+        "investigations": {
+            "mappings": {"properties": {"embedding": {"type": "knn_vector", "dimension": 2}}}
+        }
+    }
+    recorded.answers = [(200, mapping), (200, {"hits": {"hits": []}})]
+    store = memory(detect_vector=True)
+    field = await store.vector_field()
+    assert field == VectorField("embedding", 2)
+    assert await store.vector_field() == field  # detected once: no second request
+    await store.search(MemoryQuery("t", "lambda", vector=[0.6, 0.8], vector_field=field))
+    assert recorded.sent[0]["url"] == "/investigations/_mapping"
+    assert recorded.sent[1]["body"]["query"]["bool"]["should"] == [
+        {"knn": {"embedding": {"vector": [0.6, 0.8], "k": 5}}}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("answer", "kind", "says"),
+    [
+        (
+            (
+                401,
+                {
+                    "error": {"type": "security_exception", "reason": "missing credentials"},
+                    "status": 401,
+                },
+            ),
+            "auth",
+            "authentication failed (401)",
+        ),
+        (
+            (
+                404,
+                {
+                    "error": {
+                        "type": "index_not_found_exception",
+                        "reason": "no such index [investigations]",
+                        "index": "investigations",
+                    },
+                    "status": 404,
+                },
+            ),
+            "not_found",
+            "index_not_found_exception: no such index [investigations] (404)",
+        ),
+        (
+            (
+                429,
+                {
+                    "error": {"type": "es_rejected_execution_exception", "reason": "queue full"},
+                    "status": 429,
+                },
+            ),
+            "throttled",
+            "too many requests (429)",
+        ),
+        (ConnectionTimeout("TIMEOUT", "read timed out", None), "timeout", "timed out"),
+        (ConnectionError("N/A", "Connection refused", None), "unreachable", "unreachable"),
+        ((200, ["not", "an", "object"]), "error", "not a JSON object"),
+    ],
+)
+async def test_failures_are_one_line_naming_what_is_wrong(
+    recorded: type[RecordedConnection], answer: Any, kind: str, says: str
+) -> None:
+    recorded.answers = [answer]
+    with pytest.raises(MemoryFailure) as caught:
+        await memory(auth="api_key", api_key=SECRET).search(QUERY)
+    message = str(caught.value)
+    assert caught.value.kind == kind
+    assert says in message
+    assert message.startswith("memory http://memory.test:9200/investigations: ")
+    assert "\n" not in message
+    assert SECRET not in message
+
+
+async def test_a_rejected_document_fails_the_bulk_write_naming_it(
+    recorded: type[RecordedConnection],
+) -> None:
+    answer = {
+        "errors": True,
+        "items": [
+            {
+                "index": {
+                    "_id": "INC-1",
+                    "status": 400,
+                    "error": {
+                        "type": "mapper_parsing_exception",
+                        "reason": "failed to parse field [quality_score]",
+                    },
+                }
+            }
+        ],
+    }
+    recorded.answers = [(200, answer)]
+    with pytest.raises(MemoryFailure) as caught:
+        await memory().upsert([("INC-1", {"quality_score": "high"})])
+    assert caught.value.kind == "mapping"
+    assert "document INC-1: mapper_parsing_exception" in str(caught.value)
+    bulk = recorded.sent[0]
+    assert bulk["url"] == "/_bulk"
+    assert bulk["body"][0] == {"index": {"_index": "investigations", "_id": "INC-1"}}
+
+
+def _incident(id_: str, name: str = "payment-processor") -> Incident:
+    return Incident.model_validate(
+        {
+            "id": id_,
+            "title": "Lambda timeout after deploy",
+            "description": "timeout error on cold start",
+            "action": "restart_service",
+            "resource": {"type": "lambda", "name": name},
+            "outcome": "resolved",
+            "rootCause": "cold start",
+            "recommendedProcedure": "raise memory",
+            "occurredAt": "2025-01-15T10:30:00Z",
+            "qualityScore": 0.9,
+        }
+    )
+
+
+async def test_writes_are_idempotent_by_id_and_searchable_in_openmock() -> None:
+    client = FakeMemoryClient()
+    store = OpenSearchMemory(client, index="investigations")
+    assert await store.vector_field() is None
+    first = _incident("INC-1")
+    documents = [("INC-1", incident_document(first, cluster="east"))]
+    await store.upsert(documents)
+    await store.upsert(documents)  # a replay rewrites the same document
+    await store.upsert([("INC-2", incident_document(_incident("INC-2", "orders"), cluster="west"))])
+    assert sorted(d["investigation_id"] for d in client.documents("investigations")) == [
+        "INC-1",
+        "INC-2",
+    ]
+    parsed = await store.search(MemoryQuery("payment-processor timeout", "lambda"))
+    found = {h.incident.id: h.cluster for h in parsed.hits}
+    assert found["INC-1"] == "east"
+    # The resource-type filter excludes other types.
+    assert (await store.search(MemoryQuery("payment-processor timeout", "dynamodb"))).hits == []
+    await store.aclose()

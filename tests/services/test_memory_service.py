@@ -1,0 +1,231 @@
+"""The fleet memory in the assessment: asked before scoring, merged into the request's history
+view with where each incident came from, never in the way when slow or down, and written to in
+the background. The store is the OpenSearch adapter over openmock's async client."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from precedent.adapters.memory_opensearch import OpenSearchMemory
+from precedent.core.memory_query import MemoryQuery, ParsedHits, VectorField, incident_document
+from precedent.core.ports import MemoryFailure
+from precedent.core.resilience import RetryPolicy
+from precedent.metrics import Metrics
+from precedent.models import Incident
+from precedent.services.assessment import AssessmentService
+from precedent.services.memory import FleetMemory
+from precedent.settings import Settings
+from precedent.wiring import build_memory, build_service
+from tests.memory_double import FakeMemoryClient
+
+INDEX = "precedent-incidents"
+REQUEST = {
+    "action": "defrag_volume",
+    "target": {"kind": "VolumeAttachment", "name": "vol-9"},
+    "description": "Defragment vol-9 to recover write throughput",
+}
+
+
+def shared(id_: str, *, name: str = "vol-9", cluster: str = "east") -> tuple[str, dict[str, Any]]:
+    incident = Incident.model_validate(
+        {
+            "id": id_,
+            "title": "Defragmentation corrupted the ext4 journal",
+            "action": "defrag_volume",
+            "resource": {"type": "volumeattachment", "name": name},
+            "severity": "critical",
+            "outcome": "unresolved",
+            "occurredAt": "2025-03-01T08:00:00Z",
+        }
+    )
+    return id_, incident_document(incident, cluster=cluster)
+
+
+def service_with(
+    store: Any,
+    *,
+    incidents: Sequence[Incident] = (),
+    metrics: Metrics | None = None,
+    **settings: Any,
+) -> AssessmentService:
+    config = Settings(  # type: ignore[call-arg]
+        history_path="", catalog="", cluster_name="west", **settings
+    )
+    service = build_service(config, incidents=list(incidents), mode="rules", follows_cluster=True)
+    # The operator's wiring with the adapter over a double instead of a real OpenSearch.
+    enabled = config.model_copy(update={"memory_enabled": True})
+    service.memory = build_memory(
+        enabled, store=store, metrics=metrics or Metrics(CollectorRegistry())
+    )
+    return service
+
+
+async def test_an_incident_another_cluster_wrote_is_scored_and_listed_with_its_source() -> None:
+    client = FakeMemoryClient()
+    store = OpenSearchMemory(client, index=INDEX)
+    await store.upsert([shared("INC-EAST-1")])
+    service = service_with(store)
+    assessment = await service.assess(REQUEST)
+    [listed] = assessment.similar_incidents
+    assert (listed.id, listed.source, listed.cluster) == ("INC-EAST-1", "memory", "east")
+    assert assessment.risk.most_relevant_incident == "INC-EAST-1"
+    assert assessment.engine.sources == ["memory"]
+    assert assessment.engine.history_size == 1
+
+    # Without the memory the same request has no precedent and a lower score.
+    alone = service_with(FailingStore(MemoryFailure("unreachable", "memory x: unreachable")))
+    without = await alone.assess(REQUEST)
+    assert without.similar_incidents == []
+    assert without.risk.score < assessment.risk.score
+    assert without.engine.sources == ["memory: memory x: unreachable"]
+    assert without.input_hash != assessment.input_hash
+
+
+async def test_a_local_incident_wins_over_the_memorys_copy_of_the_same_id() -> None:
+    client = FakeMemoryClient()
+    store = OpenSearchMemory(client, index=INDEX)
+    await store.upsert([shared("INC-1")])
+    local = Incident.model_validate(
+        {
+            "id": "INC-1",
+            "title": "Local record of the defrag failure",
+            "action": "defrag_volume",
+            "resource": {"type": "volumeattachment", "name": "vol-9"},
+        }
+    )
+    service = service_with(store, incidents=[local])
+    assessment = await service.assess(REQUEST)
+    [listed] = assessment.similar_incidents
+    assert (listed.title, listed.source, listed.cluster) == (local.title, "bundled", None)
+    assert assessment.engine.sources == ["bundled", "memory"]
+    assert assessment.engine.history_size == 1
+
+
+class SlowStore:
+    """A store that answers after ``delay`` seconds."""
+
+    location = "slow"
+
+    def __init__(self, delay: float) -> None:
+        self.delay = delay
+        self.calls = 0
+
+    async def vector_field(self) -> VectorField | None:
+        return None
+
+    async def search(self, query: MemoryQuery) -> ParsedHits:
+        self.calls += 1
+        await asyncio.sleep(self.delay)
+        return ParsedHits([], [])
+
+    async def upsert(self, documents: Sequence[tuple[str, Mapping[str, Any]]]) -> int:
+        return len(documents)
+
+    async def aclose(self) -> None:
+        return None
+
+
+class FailingStore(SlowStore):
+    """A store whose every call fails with ``failure``."""
+
+    def __init__(self, failure: MemoryFailure) -> None:
+        super().__init__(0.0)
+        self.failure = failure
+        self.writes = 0
+
+    async def search(self, query: MemoryQuery) -> ParsedHits:
+        self.calls += 1
+        raise self.failure
+
+    async def upsert(self, documents: Sequence[tuple[str, Mapping[str, Any]]]) -> int:
+        self.writes += 1
+        raise self.failure
+
+
+async def test_a_slow_memory_times_out_and_the_request_is_scored_without_it() -> None:
+    metrics = Metrics(CollectorRegistry())
+    service = service_with(SlowStore(5.0), metrics=metrics, memory_timeout_ms=50)
+    assessment = await service.assess(REQUEST)
+    assert assessment.engine.sources == ["memory: timeout after 50 ms"]
+    assert (
+        metrics.registry.get_sample_value("precedent_memory_queries_total", {"status": "timeout"})
+        == 1.0
+    )
+
+
+async def test_the_circuit_opens_after_consecutive_failures_and_stops_asking() -> None:
+    metrics = Metrics(CollectorRegistry())
+    store = FailingStore(MemoryFailure("unreachable", "memory x: unreachable"))
+    service = service_with(store, metrics=metrics, breaker_failure_threshold=2)
+    for _ in range(2):
+        await service.assess(REQUEST)
+    assert metrics.registry.get_sample_value("precedent_memory_circuit_state") == 2.0
+    third = await service.assess(REQUEST)
+    assert third.engine.sources == ["memory: circuit open"]
+    assert store.calls == 2
+    assert (
+        metrics.registry.get_sample_value(
+            "precedent_memory_queries_total", {"status": "circuit_open"}
+        )
+        == 1.0
+    )
+
+
+async def test_incidents_of_this_cluster_are_written_once_in_the_background() -> None:
+    client = FakeMemoryClient()
+    store = OpenSearchMemory(client, index=INDEX)
+    service = service_with(store)
+    spec = {
+        "id": "INC-WEST-1",
+        "title": "Node drain evicted the only replica",
+        "action": "drain_node",
+        "resource": {"type": "Node", "name": "pool-a-1"},
+    }
+    service.upsert_incident("inc-west-1", spec)
+    service.upsert_incident("inc-west-1", spec)  # a replayed event
+    assert service.memory is not None
+    await service.memory.flush()
+    [document] = client.documents(INDEX)
+    assert document["investigation_id"] == "INC-WEST-1"
+    assert document["cluster"] == "west"
+    assert document["resource_type"] == "node"
+
+
+async def test_a_failing_write_is_retried_a_bounded_number_of_times_then_dropped() -> None:
+    metrics = Metrics(CollectorRegistry())
+    store = FailingStore(MemoryFailure("throttled", "memory x: too many requests (429)"))
+    delays: list[float] = []
+
+    async def no_wait(seconds: float) -> None:
+        delays.append(seconds)
+
+    memory = FleetMemory(
+        store, write_retry=RetryPolicy(retries=2, base_delay=0.5), metrics=metrics, sleep=no_wait
+    )
+    memory.remember(Incident.model_validate({"id": "INC-9", "title": "t"}))
+    await memory.flush()
+    assert store.writes == 3
+    assert len(delays) == 2
+    assert (
+        metrics.registry.get_sample_value("precedent_memory_writes_total", {"status": "dropped"})
+        == 1.0
+    )
+    await memory.aclose()
+
+
+def test_enabled_but_misconfigured_memory_names_the_variable() -> None:
+    from precedent.errors import InputError
+
+    with pytest.raises(InputError, match="PRECEDENT_MEMORY_URL"):
+        build_memory(Settings(memory_enabled=True))  # type: ignore[call-arg]
+    with pytest.raises(InputError, match="PRECEDENT_MEMORY_API_KEY"):
+        build_memory(
+            Settings(memory_enabled=True, memory_url="https://os:9200", memory_auth="api_key")  # type: ignore[call-arg]
+        )
+    assert build_memory(Settings()) is None
+    assert Settings(memory_edge_max_age="2d").memory_edge_max_age.total_seconds() == 172800  # type: ignore[arg-type]
