@@ -89,7 +89,8 @@ def test_the_cli_reports_a_naive_timestamp_in_one_line(tmp_path: Path) -> None:
     assert result.exit_code == 1, result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
     lines = result.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ")
+    assert len(lines) == 1
+    assert lines[0].startswith("error: ")
     assert "spec.occurredAt" in lines[0]
 
 
