@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 from typing import Any
 
 import click
@@ -53,12 +54,13 @@ def serve(location: str | None, host: str | None, port: int | None) -> None:
     except PrecedentError as exc:
         fail(str(exc))
         return
-    run(
-        local,
-        host=host or settings.catalog_host,
-        port=settings.catalog_port if port is None else port,
-        announce=click.echo,
-    )
+    address = host or settings.catalog_host
+    listen = settings.catalog_port if port is None else port
+    try:
+        run(local, host=address, port=listen, announce=click.echo)
+    except OSError as exc:  # the port is taken, or the address is not this host's
+        reason = os.strerror(exc.errno) if exc.errno else str(exc)
+        fail(f"catalog serve: cannot listen on {address}:{listen}: {reason}")
 
 
 def _components(candidate: ScoredPlaybook) -> dict[str, float]:
