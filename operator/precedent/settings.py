@@ -88,6 +88,12 @@ class Settings(BaseSettings):
         le=65535,
         description="Port of the operator's Prometheus /metrics endpoint; 0 turns it off.",
     )
+    metrics_host: str = Field(
+        default="0.0.0.0",  # a pod's metrics are scraped from outside it
+        min_length=1,
+        description="Address the operator's /metrics endpoint listens on (0.0.0.0: every "
+        "interface, as a scraped pod needs; 127.0.0.1: this host only).",
+    )
     action_registry: Path | None = Field(
         default=None,
         description="YAML file mapping READ_ONLY, WRITE and ADMIN to action names (e.g. mounted "
