@@ -214,6 +214,13 @@ class Settings(BaseSettings):
     catalog_backoff_max_seconds: float = Field(
         default=1.0, ge=0, le=60, description="Longest delay between two retries."
     )
+    selection_deadline_seconds: float = Field(
+        default=0.5,
+        gt=0,
+        le=60,
+        description="Deadline of one playbook selection from a remote catalog — every attempt, "
+        "retry and backoff (seed 004: 500 ms); past it the fallback answers.",
+    )
     catalog_cache_ttl_seconds: float = Field(
         default=300.0, ge=0, description="How long a remote catalog's answer is reused."
     )
