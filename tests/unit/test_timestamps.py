@@ -105,9 +105,7 @@ def test_the_service_refuses_a_naive_incident_and_scores_with_aware_ones() -> No
         {"action": "restart_service", "target": {"kind": "Deployment", "name": "payment-api"}}
     )
     for model in ("seed", "default"):
-        assessment = scorer(store.snapshot, risk_model=model).assess(  # type: ignore[arg-type]
-            request, now=datetime.now(UTC)
-        )
+        assessment = scorer(store.snapshot, risk_model=model).assess(request, now=datetime.now(UTC))
         assert 0 <= assessment.risk.score <= 100
 
 
