@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -67,13 +68,13 @@ def _serve(
     except PrecedentError as exc:
         fail(str(exc))
         return
-    run(
-        service.catalog,
-        search=service,
-        host=host or settings.catalog_host,
-        port=settings.catalog_port if port is None else port,
-        announce=click.echo,
-    )
+    address = host or settings.catalog_host
+    listen = settings.catalog_port if port is None else port
+    try:
+        run(service.catalog, search=service, host=address, port=listen, announce=click.echo)
+    except OSError as exc:  # the port is taken, or the address is not this host's
+        reason = os.strerror(exc.errno) if exc.errno else str(exc)
+        fail(f"serve: cannot listen on {address}:{listen}: {reason}")
 
 
 def _serve_options(command: Callable[..., None]) -> Callable[..., None]:

@@ -49,7 +49,8 @@ def describe_validation(error: ValidationError, prefix: str = "") -> str:
     """One line per problem, ``field.path: message`` (first three problems, then a count)."""
     problems = []
     for item in error.errors():
-        loc = ".".join(str(p) for p in item["loc"])
+        # A key may be anything a requester wrote: quote one that would break the line.
+        loc = ".".join(str(p) if str(p).isprintable() else repr(p) for p in item["loc"])
         path = f"{prefix}.{loc}" if prefix and loc else (prefix or loc)
         message = item["msg"]
         if item["type"] == "extra_forbidden":

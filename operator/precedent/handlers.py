@@ -12,6 +12,7 @@ operator never writes to a request's metadata or spec: status-only writes, as it
 from __future__ import annotations
 
 import logging
+import os
 import secrets
 import time
 from datetime import UTC, datetime
@@ -77,7 +78,12 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
         )
     if config.metrics_port:
         # Its own port, apart from kopf's liveness endpoint; prometheus-client serves a thread.
-        prometheus_client.start_http_server(config.metrics_port)
+        try:
+            prometheus_client.start_http_server(config.metrics_port, addr=config.metrics_host)
+        except OSError as exc:  # permanent: kopf would otherwise retry every 60 s, scoring nothing
+            reason = os.strerror(exc.errno) if exc.errno else str(exc)
+            where = f"{config.metrics_host}:{config.metrics_port}"
+            raise kopf.PermanentError(f"metrics: cannot listen on {where}: {reason}") from None
 
 
 def _connection(info: kopf.ConnectionInfo) -> ApiConnection:

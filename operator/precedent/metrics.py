@@ -5,8 +5,13 @@ Playbook catalog (seed 004):
 * ``ai_playbook_selections_total{incident_type, playbook_id, selection_method}`` — every
   selection; ``playbook_id`` is ``manual_investigation`` when no playbook qualified, and
   ``selection_method`` is ``data_driven``, ``fallback`` or ``none`` (no catalog could answer).
-* ``ai_success_rate_queries_total{status}`` — catalog queries that went out (cache hits do
-  not count), ``success`` or ``error``.
+  The two labels that come from input are bounded (:class:`BoundedLabel`): ``incident_type``
+  is one the in-process catalog's playbooks declare (or ``unknown``), ``playbook_id`` one a
+  catalog answered with; anything else, and anything past the first
+  :data:`MAX_LABEL_VALUES` distinct values, is ``other``.
+* ``ai_success_rate_queries_total{status}`` — queries actually sent to a remote catalog,
+  ``success`` or ``error`` (cache hits, in-process answers and circuit-breaker refusals do
+  not count).
 * ``precedent_catalog_request_duration_seconds{catalog, outcome}`` — latency of one catalog
   query as the selector sees it (``catalog`` is ``http`` or ``in_process``; retries included).
 * ``precedent_catalog_retries_total{catalog}`` — retries made after a failed attempt.
@@ -51,9 +56,54 @@ Fleet memory (seed 001):
 
 from __future__ import annotations
 
+import threading
+
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram
 
-__all__ = ["INDEX_KINDS", "LATENCY_BUCKETS", "METRICS", "Metrics"]
+__all__ = [
+    "INDEX_KINDS",
+    "LATENCY_BUCKETS",
+    "MAX_LABEL_VALUES",
+    "METRICS",
+    "OTHER",
+    "BoundedLabel",
+    "Metrics",
+]
+
+OTHER = "other"
+"""The label value that stands for every value a bounded label does not admit."""
+MAX_LABEL_VALUES = 100
+"""Most distinct values one bounded label admits in a process, whatever its input."""
+
+
+class BoundedLabel:
+    """A metric label fed from input, kept to a bounded set of series.
+
+    A value is admitted when the caller knows it (declared by a playbook, answered by a
+    catalog) and either was admitted before or fewer than ``limit`` values have been; every
+    other value is :data:`OTHER`. So 10,000 made-up incident types make one series, not 10,000.
+    """
+
+    def __init__(self, limit: int = MAX_LABEL_VALUES, *, always: frozenset[str] = frozenset()):
+        self.limit = limit
+        self.always = always
+        self._admitted: set[str] = set()
+        self._lock = threading.Lock()
+
+    def __call__(self, value: str, *, known: bool) -> str:
+        """``value`` if it may be a label value, else ``other``."""
+        if value in self.always:
+            return value
+        if not known:
+            return OTHER
+        with self._lock:
+            if value in self._admitted:
+                return value
+            if len(self._admitted) >= self.limit:
+                return OTHER
+            self._admitted.add(value)
+            return value
+
 
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 

@@ -7,11 +7,11 @@ so ``Incident.model_validate(yaml_spec)`` reads what ``kubectl apply`` stores an
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "SimilarIncident",
     "SimilarityParts",
     "Target",
+    "Timestamp",
     "TopologyEdge",
     "TopologyHints",
     "TopologyNode",
@@ -51,6 +52,22 @@ __all__ = [
 
 API_GROUP = "precedent.dev"
 API_VERSION = "precedent.dev/v1alpha1"
+
+
+def _aware_utc(value: datetime) -> datetime:
+    # One rule for every timestamp Precedent reads: it must say its offset (as the CRDs'
+    # ``format: date-time`` requires), and it is kept in UTC, so no comparison ever mixes a
+    # naive and an aware datetime.
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(
+            "timestamp needs a timezone: write it in RFC 3339 with Z or an offset, "
+            "e.g. 2025-01-01T10:00:00Z"
+        )
+    return value.astimezone(UTC)
+
+
+Timestamp = Annotated[datetime, AfterValidator(_aware_utc)]
+"""A datetime with an explicit offset (RFC 3339), normalised to UTC; a naive one is refused."""
 
 
 class WireModel(BaseModel):
@@ -152,7 +169,9 @@ class RequestOutcome(WireModel):
 
     result: RequestOutcomeResult = Field(description="succeeded, failed or partial.")
     playbook: RanPlaybook | None = Field(default=None, description="The playbook that ran.")
-    finished_at: datetime | None = Field(default=None, description="When the action finished.")
+    finished_at: Timestamp | None = Field(
+        default=None, description="When the action finished (RFC 3339 with an offset; kept in UTC)."
+    )
     message: str = Field(default="", max_length=1024, description="What happened.")
 
 
@@ -218,7 +237,9 @@ class Incident(WireModel):
     recommended_procedure: str = Field(
         default="", max_length=4096, description="What to do before repeating the action."
     )
-    occurred_at: datetime | None = Field(default=None, description="When it started (UTC).")
+    occurred_at: Timestamp | None = Field(
+        default=None, description="When it started (RFC 3339 with an offset; kept in UTC)."
+    )
     resolution_hours: float | None = Field(default=None, ge=0, description="Hours to resolve.")
     priority: Severity | None = Field(
         default=None, description="Ticket priority; defaults to the severity."

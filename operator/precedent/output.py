@@ -16,7 +16,7 @@ from precedent.settings import Settings, load_settings
 if TYPE_CHECKING:
     from precedent.services import AssessmentService
 
-__all__ = ["dump_yaml", "fail", "format_table", "run_async", "settings_or_fail"]
+__all__ = ["dump_yaml", "fail", "format_table", "one_line", "run_async", "settings_or_fail"]
 
 _T = TypeVar("_T")
 
@@ -50,9 +50,17 @@ def dump_yaml(docs: Sequence[Any]) -> str:
     return yaml.dump_all(docs, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=100)
 
 
+def one_line(message: str, limit: int = 2000) -> str:
+    """``message`` on one printable line: newlines folded, unencodable characters escaped, and
+    cut at ``limit`` characters (a message may quote hostile input)."""
+    flat = " ".join(message.split("\n")).replace("\r", " ")
+    flat = flat.encode("utf-8", "backslashreplace").decode("utf-8")
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
 def fail(message: str) -> NoReturn:
     """Print ``error: message`` to stderr and exit 1: bad input never shows a traceback."""
-    click.echo(f"error: {message}", err=True)
+    click.echo(f"error: {one_line(message)}", err=True)
     sys.exit(1)
 
 

@@ -103,6 +103,12 @@ class Settings(BaseSettings):
         description="The operator's own log lines (one per decision): text, or json with one "
         "object per line (kopf's lines keep kopf's --log-format).",
     )
+    metrics_host: str = Field(
+        default="0.0.0.0",  # a pod's metrics are scraped from outside it
+        min_length=1,
+        description="Address the operator's /metrics endpoint listens on (0.0.0.0: every "
+        "interface, as a scraped pod needs; 127.0.0.1: this host only).",
+    )
     action_registry: Path | None = Field(
         default=None,
         description="YAML file mapping READ_ONLY, WRITE and ADMIN to action names (e.g. mounted "
@@ -236,6 +242,13 @@ class Settings(BaseSettings):
     )
     catalog_backoff_max_seconds: float = Field(
         default=1.0, ge=0, le=60, description="Longest delay between two retries."
+    )
+    selection_deadline_seconds: float = Field(
+        default=0.5,
+        gt=0,
+        le=60,
+        description="Deadline of one playbook selection from a remote catalog — every attempt, "
+        "retry and backoff (seed 004: 500 ms); past it the fallback answers.",
     )
     catalog_cache_ttl_seconds: float = Field(
         default=300.0, ge=0, description="How long a remote catalog's answer is reused."

@@ -225,6 +225,7 @@ def build_selector(
         min_confidence=settings.min_confidence,
         max_results=settings.max_playbooks,
         weights=settings.confidence_weights,
+        deadline_seconds=settings.selection_deadline_seconds,
     )
     return selector, local
 

@@ -83,7 +83,7 @@ def test_registry_file_replaces_the_bundled_one(tmp_path: Path) -> None:
         ("SUPERUSER: [a]\n", "actions.yaml: SUPERUSER: unknown access level"),
         ("WRITE: a\n", "actions.yaml: WRITE: expected a list of action names"),
         ("- a\n", "actions.yaml: expected a mapping"),
-        ("WRITE: [a\n", "actions.yaml:2: not valid YAML"),
+        ("WRITE: [a\n", "actions.yaml: line 2, column 1: not valid YAML"),
     ],
 )
 def test_bad_registry_files_name_the_problem(tmp_path: Path, text: str, message: str) -> None:

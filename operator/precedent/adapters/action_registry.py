@@ -9,8 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from precedent.adapters.bounded import parse_yaml_documents, read_text
 from precedent.core.policy import ACCESS_LEVELS, AccessLevel, ActionRegistry
 from precedent.errors import InputError
 
@@ -19,12 +18,10 @@ __all__ = ["load_action_registry", "parse_action_registry"]
 
 def parse_action_registry(text: str, where: str) -> ActionRegistry:
     """Parse a registry document; ``where`` (file name) starts every error message."""
-    try:
-        data: Any = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise InputError(f"{where}{line}: not valid YAML") from None
+    documents = parse_yaml_documents(text, where)  # bounded: depth, aliases, odd scalars
+    if len(documents) > 1:
+        raise InputError(f"{where}: expected one YAML document, found {len(documents)}")
+    data: Any = documents[0] if documents else None
     if not isinstance(data, dict):
         raise InputError(f"{where}: expected a mapping of READ_ONLY, WRITE and ADMIN to lists")
     lists: dict[AccessLevel, list[str]] = {}
@@ -45,7 +42,7 @@ def load_action_registry(path: Path | None = None) -> ActionRegistry:
     if path is None:
         return ActionRegistry()
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"action registry {path}: cannot read: {exc}") from None
-    return parse_action_registry(text, str(path))
+        text, source = read_text(path)
+    except InputError as exc:
+        raise InputError(f"action registry {exc}") from None
+    return parse_action_registry(text, f"action registry {source}")

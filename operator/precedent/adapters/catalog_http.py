@@ -2,7 +2,10 @@
 
 One query is ``GET {base}/api/v1/context/playbooks`` with a per-attempt timeout (2 s), up to
 3 retries with exponential backoff and jitter on connect errors, timeouts and 5xx — never on
-4xx — behind a circuit breaker (see :mod:`precedent.core.resilience`). A failed query raises
+4xx — behind a circuit breaker (see :mod:`precedent.core.resilience`). A ``budget`` bounds the
+whole query: each attempt's timeout is cut to what is left of it, and no retry starts (nor
+backoff sleeps) past it. A body over :data:`MAX_RESPONSE_BYTES` is an invalid response, read
+no further. A failed query raises
 :class:`~precedent.errors.CatalogUnavailable` with the reason; caching and the fallback live in
 :class:`~precedent.adapters.selector.PlaybookSelector`.
 
@@ -48,6 +51,10 @@ __all__ = [
 ]
 
 PLAYBOOKS_PATH = "/api/v1/context/playbooks"
+MAX_RESPONSE_BYTES = 1024 * 1024
+"""Largest Context API body read (1 MiB: 100 playbooks with 8 KiB descriptions fit easily)."""
+MIN_ATTEMPT_SECONDS = 0.01
+"""An attempt needs at least this much of the budget left to be worth sending."""
 COMPONENTS_PARAM = "include_components"
 """Query parameter asking for each playbook's ``components`` (absent: the seed's four fields)."""
 
@@ -172,6 +179,7 @@ class HttpPlaybookCatalog:
         self.retry = retry or RetryPolicy()
         self.metrics = metrics
         self._transport = transport
+        self._clock = clock
         self._sleep = sleep
         self._jitter = jitter
         self._client: httpx.AsyncClient | None = None
@@ -206,15 +214,32 @@ class HttpPlaybookCatalog:
             await self._client.aclose()
             self._client = None
 
-    async def search(self, query: PlaybookQuery) -> CatalogAnswer:
-        """Ask the Context API; raises CatalogUnavailable (reason inside) when it cannot answer."""
+    async def search(self, query: PlaybookQuery, *, budget: float | None = None) -> CatalogAnswer:
+        """Ask the Context API within ``budget`` seconds (None: the retries' own bounds);
+        raises CatalogUnavailable (reason inside) when it cannot answer.
+
+        ``ai_success_rate_queries_total`` counts the query only if it was sent: a refusal of
+        the open circuit sends nothing.
+        """
         if not self.breaker.allow():
             raise CatalogUnavailable(
                 f"circuit open after {self.breaker.consecutive_failures} consecutive failures; "
                 f"next trial in {self.breaker.retry_after():.0f} s"
             )
+        if budget is not None and budget < MIN_ATTEMPT_SECONDS:
+            raise CatalogUnavailable("no time left in the selection deadline (0 attempts)")
+        deadline = None if budget is None else self._clock() + budget
+        status = "error"
         try:
-            response = await self._get_with_retries(query)
+            answer = await self._search(query, deadline)
+            status = "success"
+            return answer
+        finally:
+            self.metrics.success_rate_queries.labels(status).inc()
+
+    async def _search(self, query: PlaybookQuery, deadline: float | None) -> CatalogAnswer:
+        try:
+            response = await self._get_with_retries(query, deadline)
         except CatalogUnavailable:
             self.breaker.record_failure()
             raise
@@ -227,6 +252,8 @@ class HttpPlaybookCatalog:
         try:
             if response.status_code != 200:
                 raise ValueError(f"unexpected HTTP {response.status_code}")
+            if len(response.content) > MAX_RESPONSE_BYTES:
+                raise ValueError(f"body larger than {MAX_RESPONSE_BYTES} bytes")
             body = ContextApiResponse.model_validate_json(response.content)
         except (ValueError, ValidationError) as exc:
             self.breaker.record_failure()
@@ -238,18 +265,54 @@ class HttpPlaybookCatalog:
         total = body.total_results if body.total_results is not None else len(body.playbooks)
         return CatalogAnswer(candidates=candidates, total=total, source=self.base_url)
 
-    async def _get_with_retries(self, query: PlaybookQuery) -> httpx.Response:
+    def _left(self, deadline: float | None) -> float:
+        return float("inf") if deadline is None else deadline - self._clock()
+
+    async def _get(self, params: tuple[tuple[str, str], ...], timeout: float) -> httpx.Response:
+        # Streamed, so an oversized body is refused after MAX_RESPONSE_BYTES, not buffered.
         client = self._http()
+        request = client.build_request(
+            "GET", PLAYBOOKS_PATH, params=params, timeout=httpx.Timeout(timeout)
+        )
+        response = await client.send(request, stream=True)
+        try:
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in response.aiter_bytes():
+                size += len(chunk)
+                chunks.append(chunk)
+                if size > MAX_RESPONSE_BYTES:
+                    break
+            return httpx.Response(
+                response.status_code,
+                headers=response.headers,
+                content=b"".join(chunks),
+                request=request,
+            )
+        finally:
+            await response.aclose()
+
+    async def _get_with_retries(
+        self, query: PlaybookQuery, deadline: float | None
+    ) -> httpx.Response:
         params = query_params(query)
-        reason = ""
+        reason = "no time left in the selection deadline"
+        sent = 0
         for attempt in range(1, self.retry.attempts + 1):
             if attempt > 1:
+                delay = self.retry.delay(attempt - 1, self._jitter)
+                if self._left(deadline) - delay < MIN_ATTEMPT_SECONDS:
+                    break  # no time for another attempt: report the last failure now
                 self.metrics.catalog_retries.labels(self.kind).inc()
-                await self._sleep(self.retry.delay(attempt - 1, self._jitter))
+                await self._sleep(delay)
+            timeout = min(self.timeout, self._left(deadline))
+            if timeout < MIN_ATTEMPT_SECONDS:
+                break
+            sent += 1
             try:
-                response = await client.get(PLAYBOOKS_PATH, params=params)
+                response = await self._get(params, timeout)
             except httpx.TimeoutException:
-                reason = f"timed out after {self.timeout:g} s"
+                reason = f"timed out after {timeout:.3g} s"
                 continue
             except httpx.TransportError as exc:
                 reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
@@ -260,5 +323,5 @@ class HttpPlaybookCatalog:
                 reason = f"HTTP {response.status_code}: {_problem_detail(response)}"
                 continue
             return response
-        attempts = self.retry.attempts
-        raise CatalogUnavailable(f"{reason} ({attempts} attempt{'s' if attempts > 1 else ''})")
+        cut = " within the selection deadline" if sent < self.retry.attempts else ""
+        raise CatalogUnavailable(f"{reason} ({sent} attempt{'s' if sent != 1 else ''}{cut})")

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from precedent.adapters.loader import load_playbooks
 from precedent.core.playbooks import (
+    INCIDENT_TYPE,
     CatalogAnswer,
     CatalogIndex,
     ConfidenceWeights,
@@ -37,10 +38,13 @@ class LocalPlaybookCatalog:
         prior: SuccessPrior | None = None,
         name: str = "in-process",
     ) -> None:
+        playbooks = list(playbooks)
         self._index = CatalogIndex(
             playbooks, embedder=embedder, weights=weights, prior=prior, name=name
         )
         self._lock = threading.Lock()
+        # Incident types the playbooks declare: the values a metric label may take.
+        self._types: dict[str, frozenset[str]] = {p.id: _incident_types(p) for p in playbooks}
 
     @classmethod
     def from_paths(
@@ -78,11 +82,19 @@ class LocalPlaybookCatalog:
         """Add or replace one playbook (a cluster Playbook object was created or changed)."""
         with self._lock:
             self._index.upsert(playbook)
+            self._types[playbook.id] = _incident_types(playbook)
 
     def remove(self, playbook_id: str) -> bool:
         """Drop one playbook (its object was deleted); False if it was not there."""
         with self._lock:
+            self._types.pop(playbook_id, None)
             return self._index.remove(playbook_id)
+
+    def declares_incident_type(self, incident_type: str) -> bool:
+        """Whether some playbook's ``incident-type`` label accepts this value."""
+        with self._lock:
+            wanted = incident_type.strip().lower()
+            return any(wanted in types for types in self._types.values())
 
     def get(self, playbook_id: str) -> Playbook | None:
         """The playbook with this id, or None (outcome counts refresh it)."""
@@ -97,3 +109,7 @@ class LocalPlaybookCatalog:
     async def search(self, query: PlaybookQuery) -> CatalogAnswer:
         """The catalog port: qualifying playbooks with every part of their confidence."""
         return self.search_sync(query)
+
+
+def _incident_types(playbook: Playbook) -> frozenset[str]:
+    return frozenset(v.strip().lower() for v in playbook.labels.get(INCIDENT_TYPE, ()))

@@ -16,6 +16,11 @@ them; the seed keeps them from the model, so they are off by default).
 ``total_results`` counts every playbook that qualified; ``playbooks`` holds the first
 ``max_results`` of them, best first. Bad parameters get 400 and a description over 8 KiB gets
 413, each with an RFC 9457 ``application/problem+json`` body that names the parameter.
+
+Input is bounded before it is parsed: the request line at :data:`MAX_REQUEST_LINE`, a request
+body at :data:`MAX_BODY_BYTES` (the incident search's JSON), the query string at
+:data:`MAX_QUERY_PARAMETERS` parameters and :data:`MAX_LABELS` labels — each refused with 400
+naming the parameter.
 ``GET /healthz`` reports liveness and the catalog size; ``GET /metrics`` is Prometheus text.
 """
 
@@ -52,6 +57,9 @@ from precedent.core.playbooks import (
 from precedent.metrics import METRICS, Metrics
 
 __all__ = [
+    "MAX_BODY_BYTES",
+    "MAX_LABELS",
+    "MAX_QUERY_PARAMETERS",
     "MAX_REQUEST_LINE",
     "PROBLEM_BASE",
     "PROBLEM_JSON",
@@ -64,6 +72,13 @@ __all__ = [
 MAX_REQUEST_LINE = 64 * 1024
 """Request-line limit of the server: room for an 8 KiB description, percent-encoded, so an
 over-long one reaches the handler and gets a 413 rather than aiohttp's bare 400."""
+
+MAX_BODY_BYTES = 64 * 1024
+"""Largest request body aiohttp accepts (the endpoints are GETs: a body is never needed)."""
+MAX_QUERY_PARAMETERS = 64
+"""Most query parameters in one request, counting repeats."""
+MAX_LABELS = 32
+"""Most ``labels`` parameters in one query (a request has a handful)."""
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 log = logging.getLogger("precedent.context_api")
@@ -138,8 +153,11 @@ def _include_components(request: web.Request) -> bool:
 
 
 def _labels(request: web.Request) -> list[tuple[str, str]]:
+    given = request.query.getall("labels", [])
+    if len(given) > MAX_LABELS:
+        raise _invalid("labels", f"labels is given {len(given)} times; the limit is {MAX_LABELS}")
     labels = []
-    for raw in request.query.getall("labels", []):
+    for raw in given:
         try:
             labels.append(parse_label(raw))
         except ValueError as exc:
@@ -149,6 +167,14 @@ def _labels(request: web.Request) -> list[tuple[str, str]]:
 
 def parse_query(request: web.Request) -> PlaybookQuery:
     """Validate the query string into a PlaybookQuery; ProblemError names the bad parameter."""
+    count = len(request.query)
+    if count > MAX_QUERY_PARAMETERS:
+        raise ProblemError(
+            400,
+            "too-many-parameters",
+            "Too many query parameters",
+            f"{count} query parameters; the limit is {MAX_QUERY_PARAMETERS}",
+        )
     description = _description(request)
     min_confidence = _min_confidence(request)
     max_results = _max_results(request)
@@ -248,7 +274,9 @@ def create_app(
     """The API application: the Context API, and the incident search API over ``search``
     (the operator's assessment service) when given; ``clock`` anchors the search's recency
     boosts (default: now). ``middlewares`` run inside the problem middleware."""
-    app = web.Application(middlewares=[problem_middleware, *middlewares])
+    app = web.Application(
+        middlewares=[problem_middleware, *middlewares], client_max_size=MAX_BODY_BYTES
+    )
     app[CATALOG_KEY] = catalog
     app[METRICS_KEY] = metrics_registry
     app.router.add_get(PLAYBOOKS_PATH, playbooks)

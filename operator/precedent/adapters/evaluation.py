@@ -16,7 +16,6 @@ reads the files.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from precedent.adapters.bounded import parse_json, read_text
 from precedent.core.history import History
 from precedent.core.normalize import ProposedAction, normalize_request
 from precedent.errors import InputError, describe_validation
@@ -56,19 +56,13 @@ def text_query(text: str, *, domain: str | None = None) -> ProposedAction:
 
 
 def _lines(path: Path) -> list[tuple[int, Any]]:
-    try:
-        raw = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read: {exc}") from None
-    rows = []
-    for number, line in enumerate(raw.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            rows.append((number, json.loads(line)))
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{path}:{number}: not valid JSON: {exc.msg}") from None
-    return rows
+    # Bounded: the file's size, each line's length and nesting (precedent.adapters.bounded).
+    raw, source = read_text(path)
+    return [
+        (number, parse_json(line, f"{source}:{number}"))
+        for number, line in enumerate(raw.splitlines(), start=1)
+        if line.strip()
+    ]
 
 
 def _title_from(description: str) -> str:

@@ -7,15 +7,14 @@ required field is missing``.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-import yaml
 from pydantic import ValidationError
 
+from precedent.adapters.bounded import STDIN, parse_yaml_documents, read_text
 from precedent.errors import LoadError, describe_validation
 from precedent.models import API_GROUP, Band, Decision, Incident, Playbook, RemediationRequestSpec
 
@@ -34,8 +33,6 @@ __all__ = [
 ]
 
 _SUFFIXES = (".yaml", ".yml", ".json")
-# libyaml's safe loader when PyYAML was built with it (about 10× faster on big histories).
-_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,13 +93,7 @@ def _files(path: Path) -> list[Path]:
 
 
 def _parse(text: str, source: str) -> Iterator[Document]:
-    try:
-        raw = list(yaml.load_all(text, Loader=_SAFE_LOADER))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise LoadError(f"{source}:{where}: not valid YAML: {problem}") from None
+    raw = parse_yaml_documents(text, source)
     index = 0
     for body in raw:
         if body is None:  # empty document between two '---'
@@ -122,17 +113,16 @@ def _parse(text: str, source: str) -> Iterator[Document]:
 
 
 def iter_documents(paths: Iterable[str | Path]) -> Iterator[Document]:
-    """Documents from files, directories (recursively: .yaml, .yml, .json) or ``-`` (stdin)."""
+    """Documents from files, directories (recursively: .yaml, .yml, .json) or ``-`` (stdin).
+
+    Each file is read and parsed within :data:`precedent.adapters.bounded.LIMITS`.
+    """
     for entry in paths:
-        if str(entry) == "-":
-            yield from _parse(sys.stdin.read(), "<stdin>")
+        if str(entry) == STDIN:
+            yield from _parse(*read_text(STDIN))
             continue
         for file in _files(Path(entry)):
-            try:
-                text = file.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                raise LoadError(f"{file}: cannot read: {exc}") from None
-            yield from _parse(text, str(file))
+            yield from _parse(*read_text(file))
 
 
 def _spec(doc: Document, expected_kind: str) -> dict[str, Any]:

@@ -71,6 +71,8 @@ logger = logging.getLogger(__name__)
 
 def parse_request_spec(spec: Mapping[str, Any]) -> RemediationRequestSpec:
     """Validate a RemediationRequest spec; errors name the field (``spec.target.name: …``)."""
+    if not isinstance(spec, Mapping):  # a fuzzed or hand-made spec may be any JSON value
+        raise InputError(f"spec: expected a mapping, got {type(spec).__name__}")
     try:
         return RemediationRequestSpec.model_validate(dict(spec))
     except ValidationError as exc:
@@ -183,6 +185,10 @@ class AssessmentService:
 
     def upsert_playbook(self, name: str, spec: Mapping[str, Any]) -> Playbook:
         """Add or replace a playbook (id = object name)."""
+        if not isinstance(spec, Mapping):
+            raise InputError(
+                f"Playbook {name}: spec: expected a mapping, got {type(spec).__name__}"
+            )
         try:
             playbook = Playbook.model_validate({**dict(spec), "id": name})
         except ValidationError as exc:

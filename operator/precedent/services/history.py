@@ -55,7 +55,12 @@ class HistoryStore:
         An invalid spec removes the object's earlier version from the history before raising.
         """
         try:
+            if not isinstance(spec, Mapping):  # any JSON value may arrive here
+                raise InputError(f"spec: expected a mapping, got {type(spec).__name__}")
             incident = Incident.model_validate(dict(spec))
+        except InputError as exc:
+            self.remove(name)
+            raise InputError(f"Incident {name}: {exc}") from None
         except ValidationError as exc:
             self.remove(name)
             raise InputError(f"Incident {name}: {describe_validation(exc, 'spec')}") from None

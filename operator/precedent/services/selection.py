@@ -11,9 +11,14 @@
 4. else the in-process catalog, if one is configured — ``fallback``;
 5. else a ``manual_investigation`` recommendation whose reason names the failure.
 
+The remote catalog gets one deadline for the whole query — every attempt, retry and backoff
+(``PRECEDENT_SELECTION_DEADLINE_SECONDS``, 500 ms: seed 004's selection budget); past it the
+selector falls back at once, so a hanging catalog costs at most the deadline per request, and
+nothing once its circuit breaker is open.
+
 The fallback reason is the start of the rationale. Every decision is logged on the
 ``precedent.catalog`` logger with its rationale (or its reason), and counted in
-``ai_playbook_selections_total``.
+``ai_playbook_selections_total`` with bounded labels (see :class:`~precedent.metrics.BoundedLabel`).
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from precedent.adapters.cache import TTLCache
+from precedent.adapters.catalog_http import HttpPlaybookCatalog
 from precedent.adapters.catalog_local import LocalPlaybookCatalog
 from precedent.core.playbooks import (
     CatalogAnswer,
@@ -37,7 +43,7 @@ from precedent.core.playbooks import (
 )
 from precedent.core.ports import PlaybookDecision
 from precedent.errors import CatalogUnavailable
-from precedent.metrics import METRICS, Metrics
+from precedent.metrics import METRICS, BoundedLabel, Metrics
 
 __all__ = ["PlaybookSelector", "SelectionOutcome"]
 
@@ -85,7 +91,10 @@ class PlaybookSelector:
         metrics: Metrics = METRICS,
         clock: Callable[[], float] = time.monotonic,
         concurrency: int = 8,
+        deadline_seconds: float = 0.5,
     ) -> None:
+        if deadline_seconds <= 0:
+            raise ValueError("deadline_seconds must be > 0")
         self.catalog = catalog
         self.fallback = fallback
         self.min_confidence = min_confidence
@@ -93,6 +102,11 @@ class PlaybookSelector:
         self.weights = weights or ConfidenceWeights()
         self.metrics = metrics
         self.concurrency = concurrency
+        self.deadline_seconds = deadline_seconds
+        self._clock = clock
+        # Label values from input (request labels, a remote catalog's ids) stay bounded.
+        self._incident_label = BoundedLabel(always=frozenset({"unknown"}))
+        self._playbook_label = BoundedLabel(always=frozenset({"manual_investigation"}))
         # Only a remote answer is worth caching; the in-process catalog is faster than a lookup.
         self.cache: TTLCache[CatalogAnswer] | None = (
             TTLCache(ttl_seconds=cache_ttl_seconds, clock=clock)
@@ -132,18 +146,23 @@ class PlaybookSelector:
             outcome = SelectionOutcome(query, unavailable(query, reason), "fallback", None, reason)
         return self._finish(outcome)
 
-    async def _search(self, catalog: PlaybookCatalog, query: PlaybookQuery) -> CatalogAnswer:
+    async def _search(
+        self, catalog: PlaybookCatalog, query: PlaybookQuery, budget: float | None = None
+    ) -> CatalogAnswer:
         started = time.perf_counter()
         outcome = "error"
         try:
-            answer = await catalog.search(query)
+            if isinstance(catalog, HttpPlaybookCatalog):
+                answer = await catalog.search(query, budget=budget)
+            else:
+                answer = await catalog.search(query)
             outcome = "success"
             return answer
         finally:
+            # Queries sent are counted where they are sent (the HTTP adapter), not here.
             self.metrics.catalog_latency.labels(catalog.kind, outcome).observe(
                 time.perf_counter() - started
             )
-            self.metrics.success_rate_queries.labels(outcome).inc()
 
     def _decide(
         self, query: PlaybookQuery, answer: CatalogAnswer, method: SelectionMethod, note: str | None
@@ -151,6 +170,7 @@ class PlaybookSelector:
         return decide(query, answer, method=method, note=note, weights=self.weights)
 
     async def _select(self, query: PlaybookQuery) -> SelectionOutcome:
+        deadline = self._clock() + self.deadline_seconds
         key = query.cache_key()
         if self.cache is not None:
             hit = self.cache.fresh(key)
@@ -161,7 +181,7 @@ class PlaybookSelector:
                     query, decision, "data_driven", hit.value.source, answer=hit.value, cached=True
                 )
         try:
-            answer = await self._search(self.catalog, query)
+            answer = await self._search(self.catalog, query, deadline - self._clock())
         except CatalogUnavailable as exc:
             return await self._fall_back(query, key, exc.reason)
         if self.cache is not None:
@@ -192,10 +212,33 @@ class PlaybookSelector:
             query, unavailable(query, f"{self.catalog.name}: {reason}"), "fallback", None, reason
         )
 
+    def _declared(self, incident_type: str) -> bool:
+        # Known incident types are those the in-process catalog's playbooks declare; a remote
+        # catalog alone declares none, so there only the cap on distinct values bounds them.
+        local = self.fallback or self.catalog
+        if not isinstance(local, LocalPlaybookCatalog):
+            return True
+        return local.declares_incident_type(incident_type)
+
+    @staticmethod
+    def _answered(outcome: SelectionOutcome) -> bool:
+        # A playbook id is known when a catalog answered with it, never from the request.
+        selection = outcome.decision.selection
+        answer = outcome.answer
+        return (
+            selection is not None
+            and answer is not None
+            and any(c.id == selection.id for c in answer.candidates)
+        )
+
     def _finish(self, outcome: SelectionOutcome) -> SelectionOutcome:
         decision = outcome.decision
         self.metrics.playbook_selections.labels(
-            outcome.query.incident_type, outcome.playbook_id, outcome.method
+            self._incident_label(
+                outcome.query.incident_type, known=self._declared(outcome.query.incident_type)
+            ),
+            self._playbook_label(outcome.playbook_id, known=self._answered(outcome)),
+            outcome.method,
         ).inc()
         level = logging.INFO if outcome.method == "data_driven" else logging.WARNING
         if decision.selection is not None:

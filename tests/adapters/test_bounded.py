@@ -1,0 +1,142 @@
+"""Bounded reading: hostile input gets one LoadError naming the file and line — never a crash,
+a traceback or unbounded memory — through every loader the product reads input with."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from precedent.adapters.action_registry import load_action_registry
+from precedent.adapters.bounded import LIMITS, InputLimits, parse_json, read_text
+from precedent.adapters.evaluation import load_history_jsonl, load_queries_jsonl
+from precedent.adapters.loader import load_incidents, load_playbooks, load_requests
+from precedent.cli import main
+from precedent.errors import InputError, LoadError
+
+DEEP_FLOW = "[" * 30_000 + "]" * 30_000  # 60 KB: libyaml's composer segfaults on it
+DEEP_BLOCK = "- " * 30_000 + "1\n"
+ALIAS_BOMB = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(8)
+)
+
+
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    file = tmp_path / name
+    file.write_text(text)
+    return file
+
+
+@pytest.mark.parametrize("text", [DEEP_FLOW, DEEP_BLOCK], ids=["flow", "block"])
+def test_deep_yaml_is_refused_before_the_composer_sees_it(tmp_path: Path, text: str) -> None:
+    file = _write(tmp_path, "deep.yaml", text)
+    expected = rf"deep\.yaml: line 1: nested deeper than {LIMITS.max_depth} levels"
+    with pytest.raises(LoadError, match=expected):
+        load_incidents([file])
+
+
+def test_the_cli_survives_deep_yaml_in_a_real_process(tmp_path: Path) -> None:
+    # In a subprocess: before the limit this was a segfault (exit 139) of the whole process.
+    file = _write(tmp_path, "deep.yaml", DEEP_FLOW)
+    done = subprocess.run(
+        [sys.executable, "-m", "precedent.cli", "score", str(file), "--catalog", ""],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines() == [
+        f"error: {file}: line 1: nested deeper than {LIMITS.max_depth} levels"
+    ]
+
+
+def test_an_alias_bomb_is_refused_before_it_is_expanded(tmp_path: Path) -> None:
+    file = _write(tmp_path, "bomb.yaml", ALIAS_BOMB)
+    with pytest.raises(LoadError, match=r"bomb\.yaml: line \d+: aliases expand to more than"):
+        load_playbooks([file])
+
+
+def test_a_few_small_aliases_are_still_fine(tmp_path: Path) -> None:
+    file = _write(
+        tmp_path,
+        "pb.yaml",
+        "apiVersion: precedent.dev/v1alpha1\nkind: Playbook\nmetadata: {name: p}\n"
+        "spec: {version: v1, description: d, actions: &acts [restart_service], "
+        "labels: {incident-type: &t oom}}\n",
+    )
+    [playbook] = load_playbooks([file])
+    assert playbook.actions == ["restart_service"]
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [("9" * 5000, "Exceeds the limit"), ("2025-13-45", "month must be in 1..12")],
+)
+def test_a_scalar_python_cannot_build_names_the_file(
+    tmp_path: Path, value: str, reason: str
+) -> None:
+    file = _write(tmp_path, "odd.yaml", f"kind: Incident\nspec: {{id: {value}}}\n")
+    with pytest.raises(LoadError, match=rf"odd\.yaml: a value cannot be read: {reason}"):
+        load_incidents([file])
+
+
+def test_binary_stdin_is_one_error_line() -> None:
+    result = CliRunner().invoke(main, ["score", "-", "--catalog", ""], input=b"\xff\xfe\x00\x81")
+    assert result.exit_code == 1
+    assert result.stderr.splitlines() == [
+        "error: <stdin>:1: not UTF-8 text (byte 0xff at offset 0)"
+    ]
+
+
+def test_a_file_over_the_size_limit_is_refused_unread(tmp_path: Path) -> None:
+    file = _write(tmp_path, "big.yaml", "x" * 2048)
+    with pytest.raises(LoadError, match=r"big\.yaml: larger than the 1024-byte input limit"):
+        read_text(file, limits=InputLimits(max_bytes=1024))
+    assert read_text(file, limits=InputLimits(max_bytes=2048))[0] == "x" * 2048
+
+
+def test_a_device_without_a_size_is_read_only_up_to_the_limit() -> None:
+    with pytest.raises(LoadError, match="larger than the 4096-byte input limit"):
+        read_text("/dev/zero", limits=InputLimits(max_bytes=4096))
+
+
+def test_a_missing_file_is_one_line(tmp_path: Path) -> None:
+    with pytest.raises(LoadError, match=r"nope\.yaml: no such file"):
+        load_requests([tmp_path / "nope.yaml"])
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "nested deeper than"),
+        ('{"a": ' * 100 + "1" + "}" * 100, "nested deeper than"),
+        ('{"id": ' + "7" * 5000 + "}", "not valid JSON: Exceeds the limit"),
+        ('{"id": "A", "title": ', "not valid JSON"),
+    ],
+    ids=["recursion", "depth", "big-int", "truncated"],
+)
+def test_hostile_jsonl_names_file_and_line(tmp_path: Path, line: str, reason: str) -> None:
+    file = _write(tmp_path, "history.jsonl", '{"id": "A", "title": "a"}\n\n' + line + "\n")
+    with pytest.raises(LoadError, match=rf"history\.jsonl:3: {reason}"):
+        load_history_jsonl(file)
+    with pytest.raises(LoadError, match=rf"history\.jsonl:3: {reason}"):
+        load_queries_jsonl(file)
+
+
+def test_a_long_jsonl_line_is_refused() -> None:
+    with pytest.raises(LoadError, match="f:1: longer than the 16-byte line limit"):
+        parse_json('"' + "x" * 20 + '"', "f:1", limits=InputLimits(max_line_bytes=16))
+
+
+def test_the_action_registry_goes_through_the_same_reader(tmp_path: Path) -> None:
+    deep = _write(tmp_path, "registry.yaml", DEEP_FLOW)
+    with pytest.raises(InputError, match=r"registry\.yaml: line 1: nested deeper"):
+        load_action_registry(deep)
+    binary = tmp_path / "binary.yaml"
+    binary.write_bytes(b"READ_ONLY: [\xc3\x28]\n")
+    with pytest.raises(InputError, match=r"action registry .*binary\.yaml:1: not UTF-8"):
+        load_action_registry(binary)
