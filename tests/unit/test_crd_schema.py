@@ -12,12 +12,14 @@ import yaml
 
 from precedent.models import (
     Alternative,
+    ApprovalState,
     Assessment,
     Band,
     Decision,
     EngineInfo,
     Outcome,
     PlaybookSelection,
+    PolicyApproval,
     PolicyResult,
     Recommendation,
     RiskAssessment,
@@ -93,7 +95,19 @@ def full_assessment() -> Assessment:
         recommendation=Recommendation(
             action="manual_investigation", reason="none qualified", suggested_actions=["look"]
         ),
-        policy=PolicyResult(access_level="WRITE", approval_required=True, approval="Pending"),
+        policy=PolicyResult(
+            access_level="WRITE",
+            approval_required=True,
+            approval=PolicyApproval(
+                state=ApprovalState.APPROVED,
+                by="alice",
+                at="2026-01-01T00:00:00Z",
+                reason="checked the runbook",
+                approval="restart-ok",
+            ),
+            reason="audit-only mode: enforce mode would decide Escalated",
+            would_be=Decision.ESCALATED,
+        ),
         engine=EngineInfo(
             version="0.1.0", history_size=106, similarity_mode="hybrid", embedder="minilm"
         ),

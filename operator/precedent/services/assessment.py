@@ -37,7 +37,7 @@ from precedent.core.historical import (
     evaluate_history,
 )
 from precedent.core.history import History
-from precedent.core.normalize import ProposedAction, normalize_request
+from precedent.core.normalize import ProposedAction, TargetMismatch, normalize_request
 from precedent.core.playbooks import PlaybookQuery, SuccessPrior, historical_success
 from precedent.core.policy import PolicyEngine
 from precedent.core.ports import PlaybookDecision, SemanticNeighbours
@@ -207,7 +207,11 @@ class AssessmentService:
             )
         except ValueError as exc:  # e.g. a label given twice after normalisation
             raise InputError(f"spec.labels: {exc}") from None
-        return NormalizedRequest(parsed, normalize_request(parsed), query)
+        try:
+            action = normalize_request(parsed)
+        except TargetMismatch as exc:  # the message names spec.target.resourceId
+            raise InputError(str(exc)) from None
+        return NormalizedRequest(parsed, action, query)
 
     def score(
         self, action: ProposedAction, *, top_k: int | None = None, now: datetime | None = None
