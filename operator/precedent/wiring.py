@@ -26,6 +26,7 @@ from precedent.core.ports import Embedder
 from precedent.core.semantic import calibration_for, incident_text
 from precedent.errors import DependencyError, InputError
 from precedent.models import Incident, Playbook
+from precedent.services.approvals import ApprovalPolicy, ApprovalService, RequestStore
 from precedent.services.assessment import AssessmentService, AssessmentSettings
 from precedent.services.history import HistoryStore
 from precedent.services.integrity import StatusSigner
@@ -35,6 +36,7 @@ from precedent.settings import Settings
 
 __all__ = [
     "EMBEDDERS",
+    "build_approvals",
     "build_embedder",
     "build_neighbours",
     "build_outcomes",
@@ -238,3 +240,13 @@ def build_outcomes(
     outcomes = OutcomeService(service.catalog, prior=settings.success_prior, cluster=cluster)
     service.evidence = outcomes.evidence
     return outcomes
+
+
+def build_approvals(
+    settings: Settings, service: AssessmentService, requests: RequestStore | None = None
+) -> ApprovalService:
+    """Approval handling with the service's status signer and the configured policy mode."""
+    policy = ApprovalPolicy(
+        enforce=settings.policy_mode == "enforce", break_glass_group=settings.break_glass_group
+    )
+    return ApprovalService(policy, service.signer, requests)

@@ -220,7 +220,9 @@ def _walk(node: dict[str, Any], path: str) -> list[tuple[str, dict[str, Any]]]:
     return found
 
 
-@pytest.mark.parametrize("name", ["remediationrequests", "playbooks", "incidents"])
+@pytest.mark.parametrize(
+    "name", ["remediationrequests", "playbooks", "incidents", "remediationapprovals"]
+)
 def test_crds_are_structural_and_bounded(name: str) -> None:
     document = crd(name)
     names = document["spec"]["names"]

@@ -65,13 +65,14 @@ def test_audit_mode_records_but_nothing_waits(action: str, band: Band, would_be:
     assert outcome.policy.approval_required is False
     assert outcome.policy.would_be is would_be
     assert outcome.policy.approval == PolicyApproval(state=ApprovalState.AUDIT_ONLY)
-    assert outcome.policy.reason and f"would decide {would_be}" in outcome.policy.reason
+    assert f"would decide {would_be}" in (outcome.policy.reason or "")
 
 
 def test_audit_mode_leaves_approved_requests_alone() -> None:
     outcome = PolicyEngine(enforce=False).decide("restart_service", Band.LOW)
     assert outcome.decision is Decision.APPROVED
-    assert outcome.policy.approval is None and outcome.policy.would_be is None
+    assert outcome.policy.approval is None
+    assert outcome.policy.would_be is None
 
 
 @pytest.mark.parametrize(

@@ -164,7 +164,8 @@ class PolicyEngine:
         if not self.enforce:
             if decision is Decision.APPROVED:
                 return PolicyVerdict(
-                    decision, PolicyResult(access_level=level, approval_required=False, reason=reason)
+                    decision,
+                    PolicyResult(access_level=level, approval_required=False, reason=reason),
                 )
             because = f"; {reason}" if reason else ""
             return PolicyVerdict(

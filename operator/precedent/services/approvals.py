@@ -22,16 +22,17 @@ them (a kopf index) and re-applies them to a request it assesses again.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import ValidationError
 
 from precedent.core.conditions import rfc3339
 from precedent.errors import InputError, describe_validation
 from precedent.models import (
+    API_VERSION,
     ApprovalDecision,
     ApprovalState,
     ApprovalStatus,
@@ -40,13 +41,17 @@ from precedent.models import (
     PolicyApproval,
     RemediationApprovalSpec,
 )
-from precedent.services.status import EventNote
+from precedent.services.integrity import StatusSigner
+from precedent.services.status import EventNote, StatusUpdate
 
 __all__ = [
+    "ApprovalHandled",
     "ApprovalPolicy",
     "ApprovalRecord",
+    "ApprovalService",
     "ApprovalVerdict",
     "RequestRecord",
+    "RequestStore",
     "apply_approvals",
     "approved",
     "assessment_of",
@@ -204,9 +209,7 @@ def judge(
             "cannot be ruled out",
         )
     if spec.approver == request.requester:
-        return _ignored(
-            "SelfApproval", f"{spec.approver} requested {target} and cannot approve it"
-        )
+        return _ignored("SelfApproval", f"{spec.approver} requested {target} and cannot approve it")
     assessment = request.assessment
     level = assessment.policy.access_level if assessment.policy else None
     if spec.access_level != level:
@@ -221,7 +224,8 @@ def judge(
 def _against_state(
     approval: ApprovalRecord, assessment: Assessment, *, policy: ApprovalPolicy
 ) -> ApprovalVerdict:
-    assert approval.spec is not None and assessment.policy is not None
+    assert approval.spec is not None
+    assert assessment.policy is not None
     spec = approval.spec
     current = assessment.policy.approval
     decision = assessment.risk.decision
@@ -266,7 +270,8 @@ def approved(assessment: Assessment, approval: ApprovalRecord, *, now: datetime)
     ``policy.approval.at`` is when the approval was made (its creation time; ``now`` if
     unknown), so re-applying it after a restart writes the same status.
     """
-    assert approval.spec is not None and assessment.policy is not None
+    assert approval.spec is not None
+    assert assessment.policy is not None
     spec = approval.spec
     approve = spec.decision is ApprovalDecision.APPROVE
     decision = Decision.APPROVED if approve else Decision.DENIED
@@ -345,3 +350,147 @@ def decided_by(assessment: Assessment) -> str | None:
     """The approval that decided the request, if one did."""
     policy = assessment.policy
     return policy.approval.approval if policy and policy.approval else None
+
+
+# -- the use case: the operator applies approvals ------------------------------------------------
+
+
+class RequestStore(Protocol):
+    """The two calls approval handling makes on RemediationRequests."""
+
+    async def get_request(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The request object, or None if it does not exist."""
+        ...
+
+    async def patch_request_status(
+        self, namespace: str, name: str, status: Mapping[str, Any], resource_version: str
+    ) -> None:
+        """Merge into the request's status if it is still at ``resource_version``
+        (DependencyError on a conflict: retry)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalHandled:
+    """What handling one approval produced: its status, Events, and the request's new state."""
+
+    verdict: ApprovalVerdict
+    """Accepted, Ignored, or Waiting (the request has no answer yet: retry later)."""
+    status: dict[str, Any] | None
+    """What to merge into the approval's status (None while waiting)."""
+    event: EventNote | None
+    """The Event on the approval."""
+    request: dict[str, Any] | None = None
+    """The request's reference (apiVersion, kind, metadata) when it got an Event."""
+    request_event: EventNote | None = None
+    """The Event on the request when its decision changed."""
+
+
+class ApprovalService:
+    """Judges RemediationApprovals and writes their effect into the request's signed status."""
+
+    def __init__(
+        self, policy: ApprovalPolicy, signer: StatusSigner, requests: RequestStore | None = None
+    ) -> None:
+        self.policy = policy
+        self.signer = signer
+        self.requests = requests
+
+    @staticmethod
+    def index_entry(body: Mapping[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+        """The approvals index: (namespace, request name) → the approval's metadata and spec."""
+        meta = body.get("metadata") or {}
+        spec = body.get("spec") or {}
+        ref = spec.get("requestRef") if isinstance(spec, Mapping) else None
+        target = ref.get("name") if isinstance(ref, Mapping) else None
+        if not target:
+            return {}
+        kept = {
+            "metadata": {
+                k: meta.get(k) for k in ("name", "namespace", "creationTimestamp", "generation")
+            },
+            "spec": dict(spec),
+        }
+        return {(str(meta.get("namespace", "")), str(target)): kept}
+
+    def applier(
+        self, request: Mapping[str, Any], approvals: Iterable[Mapping[str, Any]], now: datetime
+    ) -> Callable[[Assessment], tuple[Assessment, str | None]]:
+        """What a fresh assessment of ``request`` becomes with its approvals re-applied, and
+        the note on an approval that expired while it is still pending."""
+        records = [ApprovalRecord.from_body(a) for a in approvals]
+
+        def apply(assessment: Assessment) -> tuple[Assessment, str | None]:
+            record = request_record(request, assessment)
+            result, verdicts = apply_approvals(
+                assessment, record, records, policy=self.policy, now=now
+            )
+            return result, _expired_note(result, verdicts)
+
+        return apply
+
+    async def handle(self, body: Mapping[str, Any], *, now: datetime) -> ApprovalHandled:
+        """Judge one approval against its request; apply it when accepted (a signed status)."""
+        if self.requests is None:
+            raise RuntimeError("approval handling needs a RequestStore")
+        record = ApprovalRecord.from_body(body)
+        target = record.spec.request_ref.name if record.spec else None
+        request_body = await self.requests.get_request(record.namespace, target) if target else None
+        assessment = None
+        if request_body is not None and self.signer.answered(request_body):
+            assessment = assessment_of(request_body.get("status") or {})
+        request = request_record(request_body, assessment) if request_body else None
+        verdict = judge(record, request, policy=self.policy, now=now)
+        if verdict.state == "Waiting":
+            return ApprovalHandled(verdict, None, None)
+        handled = ApprovalHandled(
+            verdict, verdict.status(record.generation).model_dump(by_alias=True), None
+        )
+        handled = replace(handled, event=verdict.event(record.name))
+        if request_body is None or assessment is None:
+            return handled
+        expired = None
+        if verdict.state == "Accepted" and decided_by(assessment) != record.name:
+            new = approved(assessment, record, now=now)
+        elif verdict.reason == "Expired" and _pending(assessment):
+            new, expired = assessment, f"approval {record.name} {verdict.message}"
+        else:
+            return handled
+        meta = request_body.get("metadata") or {}
+        status = request_body.get("status") or {}
+        update = StatusUpdate.assessed(
+            new,
+            generation=int(meta.get("generation") or 1),
+            previous=status.get("conditions"),
+            now=now,
+            expired=expired,
+        ).signed(self.signer, str(meta.get("uid", "")))
+        await self.requests.patch_request_status(
+            record.namespace,
+            str(meta.get("name")),
+            update.patch(),
+            str(meta.get("resourceVersion")),
+        )
+        reference = {
+            "apiVersion": request_body.get("apiVersion", API_VERSION),
+            "kind": request_body.get("kind", "RemediationRequest"),
+            "metadata": {k: meta.get(k) for k in ("name", "namespace", "uid")},
+        }
+        note = update.event
+        if expired is not None:
+            note = EventNote("Warning", "Expired", expired)
+        return replace(handled, request=reference, request_event=note)
+
+
+def _pending(assessment: Assessment) -> bool:
+    policy = assessment.policy
+    return bool(policy and policy.approval and policy.approval.state is ApprovalState.PENDING)
+
+
+def _expired_note(
+    assessment: Assessment, verdicts: Sequence[tuple[ApprovalRecord, ApprovalVerdict]]
+) -> str | None:
+    if not _pending(assessment) or not verdicts:
+        return None
+    last, verdict = verdicts[-1]
+    return f"approval {last.name} {verdict.message}" if verdict.reason == "Expired" else None

@@ -325,16 +325,24 @@ class AssessmentService:
         previous: Sequence[Mapping[str, Any]] | None,
         now: datetime,
         anchor: datetime | None = None,
+        approve: Callable[[Assessment], tuple[Assessment, str | None]] | None = None,
     ) -> StatusUpdate:
-        """The status a request should have now: assessed (and signed), invalid, or waiting."""
+        """The status a request should have now: assessed (and signed), invalid, or waiting.
+
+        ``approve`` re-applies the request's RemediationApprovals to the fresh assessment
+        (``ApprovalService.applier``), so an answer assessed again keeps its human decision.
+        """
         try:
             assessment = await self.assess(spec, now=anchor or now)
         except InputError as exc:
             return StatusUpdate.invalid(str(exc), generation=generation, previous=previous, now=now)
         except DependencyError as exc:
             return StatusUpdate.waiting(str(exc), generation=generation, previous=previous, now=now)
+        expired = None
+        if approve is not None:
+            assessment, expired = approve(assessment)
         update = StatusUpdate.assessed(
-            assessment, generation=generation, previous=previous, now=now
+            assessment, generation=generation, previous=previous, now=now, expired=expired
         )
         return update.signed(self.signer, uid)
 
