@@ -45,7 +45,7 @@ def test_approve_explain_and_outcome(cluster: Cluster) -> None:
 
 
 def test_errors_are_one_line(cluster: Cluster) -> None:
-    code, out, err = plugin("approve", "rr/nope", "--reason", "x")
+    code, _, err = plugin("approve", "rr/nope", "--reason", "x")
     assert code == 1
     assert err.strip().count("\n") == 0
     assert "remediationrequest default/nope not found" in err
