@@ -16,7 +16,7 @@ import os
 import secrets
 import time
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 import kopf
 import prometheus_client
@@ -26,22 +26,26 @@ from precedent.errors import DependencyError, InputError, PrecedentError
 from precedent.logging_json import configure_logging
 from precedent.models import API_GROUP, PlaybookHistory
 from precedent.services import AssessmentService, OutcomeService
+from precedent.services.approvals import ApprovalService
 from precedent.services.events import EventPoster
 from precedent.services.observability import DecisionRecorder, RequestName
 from precedent.services.outcomes import RequestRef
 from precedent.settings import load_settings
-from precedent.wiring import build_outcomes, build_service
+from precedent.wiring import build_approvals, build_outcomes, build_service
 
 VERSION = "v1alpha1"
 REQUESTS = (API_GROUP, VERSION, "remediationrequests")
 INCIDENTS = (API_GROUP, VERSION, "incidents")
 PLAYBOOKS = (API_GROUP, VERSION, "playbooks")
+APPROVALS = (API_GROUP, VERSION, "remediationapprovals")
 
 # Retry delay for an unavailable dependency: bounded, so a request is never parked for long.
 DEPENDENCY_RETRY_SECONDS = 15
 # Backoff after an unexpected error: 1, 2, 4, 8 s … capped; the service stalls the request
 # after a bounded number of attempts.
 ERROR_RETRY_MAX_SECONDS = 30
+# An approval that arrives before its request is assessed is judged again shortly after.
+APPROVAL_RETRY_SECONDS = 2
 
 
 @kopf.on.startup(id="configure")
@@ -113,6 +117,8 @@ async def configure_outcomes(
     memo.kube_api = api
     memo.events = EventPoster(api)
     memo.outcomes = build_outcomes(memo.config, memo.service, cluster=api)
+    # Approvals read and patch the request they point at through the same client.
+    memo.approvals = build_approvals(memo.config, memo.service, requests=api)
 
 
 @kopf.on.cleanup(id="close")
@@ -259,12 +265,18 @@ async def assess_request(
     memo: kopf.Memo,
     logger: kopf.Logger,
     retry: int,
-    **_: Any,
+    **kwargs: Any,
 ) -> None:
     """Score a RemediationRequest and write the assessment into its status."""
     service: AssessmentService = memo.service
     if service.signer.answered(body):
         return  # answered by this operator: a restart re-lists everything and leaves it alone
+    # Approvals already made for it (re-listed after a restart) are applied again. kopf passes
+    # each index as a keyword named by its id (see index_approval below).
+    approvals: kopf.Index[tuple[str, str], dict[str, Any]] = kwargs["approvals"]
+    approval_service: ApprovalService = memo.approvals
+    key = (str(meta.get("namespace")), str(meta.get("name")))
+    now = datetime.now(UTC)
     # The creation time anchors "recent" so that re-running the handler gives the same answer.
     started = time.perf_counter()
     update = await service.reconcile(
@@ -272,9 +284,10 @@ async def assess_request(
         uid=str(meta.get("uid", "")),
         generation=int(meta.get("generation") or 1),
         previous=status.get("conditions"),
-        now=datetime.now(UTC),
+        now=now,
         anchor=_timestamp(meta.get("creationTimestamp")),
         attempt=retry + 1,
+        approve=approval_service.applier(body, list(approvals.get(key, [])), now),
     )
     recorder: DecisionRecorder = memo.recorder
     name = RequestName(str(meta.get("uid", "")), str(meta.get("namespace")), str(meta.get("name")))
@@ -372,6 +385,48 @@ async def handle_outcome(
         body, type=handled.event.type, reason=handled.event.reason, message=handled.event.message
     )
     logger.info("%s", handled.event.message)
+
+
+# -- approvals ----------------------------------------------------------------------------------
+# The index re-lists every RemediationApproval after a restart (before any handler runs), so a
+# request assessed again gets its human decision back.
+
+
+@kopf.index(*APPROVALS, id="approvals")
+def index_approval(body: kopf.Body, **_: Any) -> dict[tuple[str, str], dict[str, Any]]:
+    """Approvals by (namespace, request name)."""
+    return ApprovalService.index_entry(body)
+
+
+@kopf.on.resume(*APPROVALS, id="approval")
+@kopf.on.create(*APPROVALS, id="approval")
+async def handle_approval(
+    body: kopf.Body,
+    status: kopf.Status,
+    patch: kopf.Patch,
+    memo: kopf.Memo,
+    logger: kopf.Logger,
+    **_: Any,
+) -> None:
+    """Judge a RemediationApproval once: apply it to its request, or say why it is ignored."""
+    if status.get("state"):
+        return  # judged already; approvals are immutable
+    approvals: ApprovalService = memo.approvals
+    try:
+        handled = await approvals.handle(body, now=datetime.now(UTC))
+    except DependencyError as exc:
+        raise kopf.TemporaryError(str(exc), delay=APPROVAL_RETRY_SECONDS) from None
+    if handled.status is None:
+        raise kopf.TemporaryError(handled.verdict.message, delay=APPROVAL_RETRY_SECONDS)
+    patch.status.update(handled.status)
+    if handled.event is not None:
+        note = handled.event
+        kopf.event(body, type=note.type, reason=note.reason, message=note.message)
+    if handled.request is not None and handled.request_event is not None:
+        note = handled.request_event
+        reference = kopf.Body(cast("kopf.RawBody", handled.request))
+        kopf.event(reference, type=note.type, reason=note.reason, message=note.message)
+    logger.info("%s: %s", handled.verdict.reason, handled.verdict.message)
 
 
 @kopf.on.probe(id="history")

@@ -18,6 +18,10 @@ __all__ = [
     "API_GROUP",
     "API_VERSION",
     "Alternative",
+    "ApprovalDecision",
+    "ApprovalState",
+    "ApprovalStatus",
+    "ApprovalTarget",
     "Assessment",
     "Band",
     "Condition",
@@ -30,9 +34,11 @@ __all__ = [
     "PlaybookHistory",
     "PlaybookSelection",
     "PlaybookStep",
+    "PolicyApproval",
     "PolicyResult",
     "RanPlaybook",
     "Recommendation",
+    "RemediationApprovalSpec",
     "RemediationRequestSpec",
     "RemediationRequestStatus",
     "RequestOutcome",
@@ -196,6 +202,11 @@ class RemediationRequestSpec(WireModel):
         default=None,
         description="How the action went, set once by its executor; not an input of the "
         "assessment.",
+    )
+    requester: str | None = Field(
+        default=None,
+        max_length=253,
+        description="Who asked: the authenticated user at creation (checked by admission).",
     )
 
     @field_validator("action", mode="before")
@@ -439,14 +450,46 @@ class Recommendation(WireModel):
     suggested_actions: list[str] = Field(default_factory=list, description="Next steps.")
 
 
+class ApprovalState(StrEnum):
+    """Where a request stands with its human approval (``status.policy.approval.state``)."""
+
+    PENDING = "Pending"
+    """Escalated in enforce mode: waits for a RemediationApproval."""
+    APPROVED = "Approved"
+    """A valid approval moved the request to Approved."""
+    REJECTED = "Rejected"
+    """A valid rejection moved the request to Denied."""
+    AUDIT_ONLY = "AuditOnly"
+    """Audit-only mode: the decision was recorded, nothing waits."""
+
+
+class PolicyApproval(WireModel):
+    """The human approval of a request: its state, who decided, when and why."""
+
+    state: ApprovalState = Field(description="Pending, Approved, Rejected or AuditOnly.")
+    by: str | None = Field(default=None, max_length=253, description="The approver (username).")
+    at: str | None = Field(default=None, max_length=64, description="When it was applied.")
+    reason: str | None = Field(default=None, max_length=1024, description="The approver's reason.")
+    approval: str | None = Field(
+        default=None, max_length=253, description="The RemediationApproval object applied."
+    )
+
+
 class PolicyResult(WireModel):
     """Access level of the action and whether it needs a human (seed 003)."""
 
     access_level: Literal["READ_ONLY", "WRITE", "ADMIN"] = Field(description="Action class.")
     approval_required: bool = Field(description="Whether a human must approve.")
-    approval: str | None = Field(default=None, description="Approval state, if any.")
+    approval: PolicyApproval | None = Field(
+        default=None, description="The approval's state, who gave it, when and why (if any)."
+    )
     reason: str | None = Field(
         default=None, description="Why the policy's decision differs from the risk band's."
+    )
+    would_be: Decision | None = Field(
+        default=None,
+        description="Audit-only mode: the decision enforce mode would have made, when it is "
+        "not Approved.",
     )
 
 
@@ -546,3 +589,55 @@ class RemediationRequestStatus(WireModel):
             c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in self.conditions
         ]
         return body
+
+
+# ---------------------------------------------------------------------------------------------
+# RemediationApproval
+# ---------------------------------------------------------------------------------------------
+
+
+class ApprovalDecision(StrEnum):
+    """What the approver decided."""
+
+    APPROVE = "approve"
+    REJECT = "reject"
+
+
+class ApprovalTarget(WireModel):
+    """The RemediationRequest an approval is about (same namespace)."""
+
+    name: str = Field(min_length=1, max_length=253, description="The request's metadata.name.")
+    uid: str | None = Field(
+        default=None, max_length=64, description="The request's uid, to pin one incarnation."
+    )
+
+
+class RemediationApprovalSpec(WireModel):
+    """A human's decision on an escalated request: ``spec`` of a RemediationApproval."""
+
+    request_ref: ApprovalTarget = Field(description="The request decided on.")
+    decision: ApprovalDecision = Field(description="approve or reject.")
+    reason: str = Field(min_length=1, max_length=1024, description="Why (required).")
+    approver: str = Field(
+        min_length=1, max_length=253, description="Who decided: the authenticated user (admission)."
+    )
+    access_level: Literal["READ_ONLY", "WRITE", "ADMIN"] | None = Field(
+        default=None,
+        description="The access level approved; admission checks the approve verb for ADMIN, "
+        "the operator checks it is the request's.",
+    )
+    approver_groups: list[str] = Field(
+        default_factory=list,
+        max_length=32,
+        description="Groups the approver claims (admission checks each against the user's).",
+    )
+    expires_at: datetime | None = Field(default=None, description="No longer valid after this.")
+
+
+class ApprovalStatus(WireModel):
+    """A RemediationApproval's ``status``, written by the operator."""
+
+    state: Literal["Accepted", "Ignored"] = Field(description="Accepted or Ignored.")
+    reason: str = Field(description="One CamelCase word: why.")
+    message: str = Field(default="", description="A sentence for people.")
+    observed_generation: int = Field(description="The generation this status answers.")

@@ -137,6 +137,18 @@ class Settings(BaseSettings):
         default="enforce",
         description="enforce: escalated requests wait for approval; audit: record only.",
     )
+    break_glass_group: str | None = Field(
+        default=None,
+        max_length=253,
+        description="Group whose members may approve a Denied (high-risk) request through a "
+        "RemediationApproval listing it in spec.approverGroups; unset: nobody can.",
+    )
+
+    @field_validator("break_glass_group", mode="before")
+    @classmethod
+    def _blank_group_is_none(cls, value: object) -> object:
+        # PRECEDENT_BREAK_GLASS_GROUP="" must mean "off", not a group named "".
+        return None if isinstance(value, str) and not value.strip() else value
 
     # -- semantic retrieval --------------------------------------------------------------------
     embedder: Literal["lexical", "onnx", "http"] = Field(

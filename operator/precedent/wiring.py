@@ -30,6 +30,7 @@ from precedent.core.semantic import calibration_for, incident_text
 from precedent.errors import DependencyError, InputError
 from precedent.metrics import METRICS, Metrics
 from precedent.models import Incident, Playbook
+from precedent.services.approvals import ApprovalPolicy, ApprovalService, RequestStore
 from precedent.services.assessment import AssessmentService, AssessmentSettings
 from precedent.services.history import HistoryStore
 from precedent.services.integrity import StatusSigner
@@ -40,6 +41,7 @@ from precedent.settings import Settings
 
 __all__ = [
     "EMBEDDERS",
+    "build_approvals",
     "build_embedder",
     "build_memory",
     "build_neighbours",
@@ -308,3 +310,13 @@ def build_outcomes(
     )
     service.evidence = outcomes.evidence
     return outcomes
+
+
+def build_approvals(
+    settings: Settings, service: AssessmentService, requests: RequestStore | None = None
+) -> ApprovalService:
+    """Approval handling with the service's status signer and the configured policy mode."""
+    policy = ApprovalPolicy(
+        enforce=settings.policy_mode == "enforce", break_glass_group=settings.break_glass_group
+    )
+    return ApprovalService(policy, service.signer, requests)

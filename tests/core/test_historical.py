@@ -125,7 +125,7 @@ def test_nsg_change_by_resource_id(assessor: HistoryScorer) -> None:
     by_id = spec(
         "modify_nsg",
         "nsg",
-        "whatever",
+        "NSG-East",  # agrees with the ID, case aside (a different name is a bad spec)
         resourceId="/subscriptions/s/resourceGroups/rg-network/providers/Microsoft.Network/"
         "networkSecurityGroups/nsg-east",
     )

@@ -48,7 +48,7 @@ def test_full_azure_path_resolves_to_short_name_in_the_request() -> None:
     spec = RemediationRequestSpec.model_validate(
         {
             "action": "SCALE_DOWN",
-            "target": {"kind": "AKS", "name": "ignored", "resourceId": ARM_AKS},
+            "target": {"kind": "AKS", "name": "AKS-Prod", "resourceId": ARM_AKS},
         }
     )
     action = normalize_request(spec)

@@ -100,8 +100,8 @@ def test_outcome_record_uses_the_normalised_action_and_kind() -> None:
         UID,
         spec(
             target={
-                "kind": "x",
-                "name": "y",
+                "kind": "Deployment",
+                "name": "cart",
                 "resourceId": "/apis/apps/v1/namespaces/shop/deployments/cart",
             },
             outcome={"result": "partial", "playbook": {"id": "pb-1", "version": "v2"}},

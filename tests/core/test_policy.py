@@ -9,7 +9,7 @@ import pytest
 from precedent.adapters.action_registry import load_action_registry
 from precedent.core.policy import PolicyEngine
 from precedent.errors import InputError
-from precedent.models import Band, Decision
+from precedent.models import ApprovalState, Band, Decision, PolicyApproval
 
 ENGINE = PolicyEngine()
 
@@ -47,14 +47,32 @@ def test_decision_table(
     outcome = ENGINE.decide(action, band)
     assert outcome.decision is decision
     assert outcome.policy.approval_required is approval_required
-    assert outcome.policy.approval == ("Pending" if approval_required else None)
+    pending = PolicyApproval(state=ApprovalState.PENDING)
+    assert outcome.policy.approval == (pending if approval_required else None)
 
 
-def test_audit_mode_records_but_nothing_waits() -> None:
-    outcome = PolicyEngine(enforce=False).decide("restart_service", Band.MEDIUM)
-    assert outcome.decision is Decision.ESCALATED
+@pytest.mark.parametrize(
+    ("action", "band", "would_be"),
+    [
+        ("restart_service", Band.MEDIUM, Decision.ESCALATED),
+        ("restart_service", Band.HIGH, Decision.DENIED),
+        ("delete_resource", Band.LOW, Decision.ESCALATED),
+    ],
+)
+def test_audit_mode_records_but_nothing_waits(action: str, band: Band, would_be: Decision) -> None:
+    outcome = PolicyEngine(enforce=False).decide(action, band)
+    assert outcome.decision is Decision.APPROVED
     assert outcome.policy.approval_required is False
-    assert outcome.policy.approval == "audit-only"
+    assert outcome.policy.would_be is would_be
+    assert outcome.policy.approval == PolicyApproval(state=ApprovalState.AUDIT_ONLY)
+    assert f"would decide {would_be}" in (outcome.policy.reason or "")
+
+
+def test_audit_mode_leaves_approved_requests_alone() -> None:
+    outcome = PolicyEngine(enforce=False).decide("restart_service", Band.LOW)
+    assert outcome.decision is Decision.APPROVED
+    assert outcome.policy.approval is None
+    assert outcome.policy.would_be is None
 
 
 @pytest.mark.parametrize(

@@ -43,6 +43,7 @@ def test_apply_crds_registers_the_resources(kubectl: Kubectl) -> None:
     assert sorted(resources) == [
         "incidents.precedent.dev",
         "playbooks.precedent.dev",
+        "remediationapprovals.precedent.dev",
         "remediationrequests.precedent.dev",
     ]
     again = kubectl("apply", "-f", str(REPO / "crds")).stdout
@@ -68,6 +69,7 @@ def test_apply_objects_and_get_the_printer_columns(kubectl: Kubectl) -> None:
         "RISK",
         "SCORE",
         "DECISION",
+        "APPROVAL",
         "INCIDENT",
         "PLAYBOOK",
         "CONFIDENCE",

@@ -49,19 +49,28 @@ def test_apply_data_wait_ready_and_read_the_columns(session: Kubectl) -> None:
     session("wait", "--for=condition=Ready", "--timeout=60s", "rr", "--all", "-n", "default")
     out = session("get", "rr", "-n", "default").stdout.splitlines()
     assert out[0].split() == [
-        "NAME", "RISK", "SCORE", "DECISION", "INCIDENT", "PLAYBOOK", "CONFIDENCE", "READY", "AGE",
+        "NAME", "RISK", "SCORE", "DECISION", "APPROVAL", "INCIDENT", "PLAYBOOK", "CONFIDENCE",
+        "READY", "AGE",
     ]  # fmt: skip
-    rows = {line.split()[0]: line.split() for line in out[1:]}
+    # Cut rows at the header's column starts: an empty cell (no approval needed) stays a cell.
+    starts = [i for i, ch in enumerate(out[0]) if ch != " " and (i == 0 or out[0][i - 1] == " ")]
+    ends = [*starts[1:], None]
+    rows = {
+        line.split()[0]: [line[a:b].strip() for a, b in zip(starts, ends, strict=True)]
+        for line in out[1:]
+    }
     assert len(rows) == 15
 
     # The default risk model keeps each seed row's band and top incident (scores age with the
     # incidents: recency is measured from each request's creation time).
     def cells(name: str) -> list[str]:
-        return [rows[name][i] for i in (1, 3, 4)]
+        return [rows[name][i] for i in (1, 3, 5)]
 
     assert cells("restart-payment-api") == ["high", "Denied", "INC-2025-0847"]
     assert cells("update-config-sql-prod") == ["medium", "Escalated", "INC-2025-0634"]
-    assert rows["update-config-sql-prod"][5] == "azure-sql-server-parameter-change"
+    assert rows["update-config-sql-prod"][4] == "Pending"  # Escalated: waits for a human
+    assert rows["restart-payment-api"][4] == ""  # Denied: nothing to approve
+    assert rows["update-config-sql-prod"][6] == "azure-sql-server-parameter-change"
     assert cells("scale-up-web-tier-01") == ["low", "Approved", "INC-2026-0012"]
     assert all(row[-2] == "True" for row in rows.values())
 

@@ -12,12 +12,14 @@ import yaml
 
 from precedent.models import (
     Alternative,
+    ApprovalState,
     Assessment,
     Band,
     Decision,
     EngineInfo,
     Outcome,
     PlaybookSelection,
+    PolicyApproval,
     PolicyResult,
     Recommendation,
     RiskAssessment,
@@ -93,7 +95,19 @@ def full_assessment() -> Assessment:
         recommendation=Recommendation(
             action="manual_investigation", reason="none qualified", suggested_actions=["look"]
         ),
-        policy=PolicyResult(access_level="WRITE", approval_required=True, approval="Pending"),
+        policy=PolicyResult(
+            access_level="WRITE",
+            approval_required=True,
+            approval=PolicyApproval(
+                state=ApprovalState.APPROVED,
+                by="alice",
+                at="2026-01-01T00:00:00Z",
+                reason="checked the runbook",
+                approval="restart-ok",
+            ),
+            reason="audit-only mode: enforce mode would decide Escalated",
+            would_be=Decision.ESCALATED,
+        ),
         engine=EngineInfo(
             version="0.1.0", history_size=106, similarity_mode="hybrid", embedder="minilm"
         ),
@@ -206,7 +220,9 @@ def _walk(node: dict[str, Any], path: str) -> list[tuple[str, dict[str, Any]]]:
     return found
 
 
-@pytest.mark.parametrize("name", ["remediationrequests", "playbooks", "incidents"])
+@pytest.mark.parametrize(
+    "name", ["remediationrequests", "playbooks", "incidents", "remediationapprovals"]
+)
 def test_crds_are_structural_and_bounded(name: str) -> None:
     document = crd(name)
     names = document["spec"]["names"]

@@ -28,7 +28,7 @@ OUTCOME = {"result": "failed", "message": "pods crash-looped after the restart"}
 def spec_schema() -> Schema:
     (version,) = yaml.safe_load(CRD.read_text())["spec"]["versions"]
     schema = Schema(version["schema"]["openAPIV3Schema"]["properties"]["spec"])
-    assert attach_rules(schema) == 7
+    assert attach_rules(schema) == 8  # seven immutable fields + the outcome rule
     return schema
 
 
@@ -59,6 +59,7 @@ def changed(**fields: Any) -> dict[str, Any]:
         ("labels", {"environment": "staging"}),
         ("signal", {"name": "HighLatency"}),  # added
         ("domain", "payments"),  # added
+        ("requester", "mallory"),  # added after creation: a requester is recorded once
     ],
 )
 def test_every_field_but_the_outcome_is_immutable(field: str, value: Any) -> None:

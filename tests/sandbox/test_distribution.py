@@ -29,7 +29,7 @@ from tests.sandbox.conftest import CRDS
 
 REPO = Path(__file__).resolve().parents[2]
 GROUP = "/apis/precedent.dev/v1alpha1"
-ALL_KINDS = ["Incident", "Playbook", "RemediationRequest"]
+ALL_KINDS = ["Incident", "Playbook", "RemediationApproval", "RemediationRequest"]
 
 
 def _wait_for(path: Path, process: subprocess.Popen[str], timeout: float = 30.0) -> None:

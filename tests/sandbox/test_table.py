@@ -22,6 +22,7 @@ async def test_list_as_table_has_the_printer_columns(api: httpx.AsyncClient) -> 
         "Risk",
         "Score",
         "Decision",
+        "Approval",
         "Incident",
         "Playbook",
         "Confidence",
@@ -32,7 +33,9 @@ async def test_list_as_table_has_the_printer_columns(api: httpx.AsyncClient) -> 
     assert types["Score"] == "number"
     assert types["Age"] == "date"
     row = table["rows"][0]
-    name, risk, score, decision, incident, playbook, confidence, ready, age = row["cells"]
+    name, risk, score, decision, _approval, incident, playbook, confidence, ready, age = row[
+        "cells"
+    ]
     assert (name, risk, score, decision) == ("tbl", "medium", 45.0, "Escalated")
     assert (incident, playbook, confidence, ready) == (
         "INC-2025-0847",

@@ -87,8 +87,10 @@ def test_reconcile_builds_the_status_for_each_outcome() -> None:
         "Ready": "True",
         "Reconciling": "False",
         "Stalled": "False",
+        "Approved": "Unknown",  # Escalated in enforce mode: a human must decide
     }
     assert patch["risk"]["decision"] == "Escalated"
+    assert patch["policy"]["approval"] == {"state": "Pending"}
     assert ok.event is not None
     assert ok.event.reason == "Escalated"
 

@@ -1,5 +1,5 @@
-"""A small async client for the few writes kopf does not make: creating Incident objects and
-patching a Playbook's status.
+"""A small async client for the few calls kopf does not make: creating Incident objects,
+patching a Playbook's status, and reading and patching the request an approval points at.
 
 It talks to the API server with the same credentials kopf logs in with: the handlers turn
 kopf's ``ConnectionInfo`` into an :class:`ApiConnection` (server, auth headers, TLS context) and
@@ -115,6 +115,31 @@ class KubeApi:
             return "exists"
         _raise_for(response, "create Event")
         return "created"
+
+    async def get_request(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """GET RemediationRequest ``namespace/name``; None if it does not exist."""
+        path = f"{API_PREFIX}/namespaces/{namespace}/remediationrequests/{name}"
+        try:
+            response = await self._client.get(path)
+        except httpx.HTTPError as exc:
+            raise DependencyError(f"API server unreachable (GET {path}): {exc}") from exc
+        if response.status_code == 404:
+            return None
+        _raise_for(response, f"get RemediationRequest {namespace}/{name}")
+        return dict(response.json())
+
+    async def patch_request_status(
+        self, namespace: str, name: str, status: Mapping[str, Any], resource_version: str
+    ) -> None:
+        """Merge into a request's status if it is unchanged since ``resource_version``;
+        DependencyError on a conflict (someone wrote it meanwhile: judge again)."""
+        response = await self._send(
+            "PATCH",
+            f"{API_PREFIX}/namespaces/{namespace}/remediationrequests/{name}/status",
+            {"metadata": {"resourceVersion": resource_version}, "status": dict(status)},
+            "application/merge-patch+json",
+        )
+        _raise_for(response, f"patch RemediationRequest {namespace}/{name} status")
 
     async def aclose(self) -> None:
         """Close the pooled connections."""

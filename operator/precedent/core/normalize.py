@@ -6,6 +6,11 @@ name"): ARM paths such as
 Kubernetes forms ``namespace/kind/name`` and ``/apis/group/v1/namespaces/ns/kind/name``.
 Resource types are compared case-insensitively after folding common aliases (``AKS`` →
 ``managedclusters``, ``deploy`` → ``deployment``, plural → singular for Kubernetes kinds).
+
+When a request gives both a resource ID and ``kind``/``name`` they must name the same resource
+(:func:`check_target_agrees`): the same canonical type and the same name, case-insensitively; an
+ID that is a bare name must match the name. Otherwise the history would be searched for one
+resource while the people reading the request see another.
 """
 
 from __future__ import annotations
@@ -18,7 +23,9 @@ from precedent.models import RemediationRequestSpec
 __all__ = [
     "ACTION_KEYWORDS",
     "ProposedAction",
+    "TargetMismatch",
     "canonical_resource_type",
+    "check_target_agrees",
     "normalize_request",
     "resolve_resource_id",
 ]
@@ -127,6 +134,32 @@ def resolve_resource_id(resource_id: str) -> tuple[str | None, str]:
     return None, parts[-1]
 
 
+class TargetMismatch(ValueError):
+    """``spec.target.resourceId`` names another resource than ``kind``/``name``."""
+
+
+def check_target_agrees(kind: str, name: str, resource_id: str) -> tuple[str, str]:
+    """The ``(type, name)`` the resource ID names, if it agrees with ``kind`` and ``name``.
+
+    Types are compared after :func:`canonical_resource_type` (so the ARM type
+    ``managedClusters`` agrees with the kind ``AKS``, ``deployments`` with ``Deployment``),
+    names case-insensitively. Raises :class:`TargetMismatch` naming the fields that disagree.
+    """
+    id_type, id_name = resolve_resource_id(resource_id)
+    problems = []
+    if id_type is not None and canonical_resource_type(id_type) != canonical_resource_type(kind):
+        problems.append(f"spec.target.kind is {kind}")
+    if id_name.strip().lower() != name.strip().lower():
+        problems.append(f"spec.target.name is {name}")
+    if problems:
+        named = f"{id_type}/{id_name}" if id_type is not None else id_name
+        raise TargetMismatch(
+            f"spec.target.resourceId: names {named} but {' and '.join(problems)}; "
+            "give the resource ID of the target, or leave it out"
+        )
+    return (id_type if id_type is not None else kind), id_name
+
+
 @dataclass(frozen=True, slots=True)
 class ProposedAction:
     """A request reduced to what the scorers compare."""
@@ -149,13 +182,14 @@ class ProposedAction:
 
 
 def normalize_request(spec: RemediationRequestSpec) -> ProposedAction:
-    """Reduce a validated spec to a ProposedAction; the resource ID wins over kind/name."""
+    """Reduce a validated spec to a ProposedAction.
+
+    A resource ID must agree with kind/name (:class:`TargetMismatch` otherwise); its type and
+    name are then the ones compared, since they are the most specific spelling.
+    """
     kind, name = spec.target.kind, spec.target.name
     if spec.target.resource_id:
-        id_type, id_name = resolve_resource_id(spec.target.resource_id)
-        name = id_name
-        if id_type is not None:
-            kind = id_type
+        kind, name = check_target_agrees(kind, name, spec.target.resource_id)
     words = " ".join(
         [spec.action.replace("_", " "), kind, name, spec.description]
         + ([spec.signal.name] if spec.signal else [])

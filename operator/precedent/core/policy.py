@@ -4,8 +4,12 @@ Actions are READ_ONLY, WRITE or ADMIN, looked up by exact name in an explicit re
 bundled default below, or a file named by ``PRECEDENT_ACTION_REGISTRY``). Unknown actions are
 treated as ADMIN, the most restrictive level. Decision table: band high → Denied; medium →
 Escalated (approval required); low → Approved, except ADMIN actions, which always need approval.
-READ_ONLY actions change nothing and are approved whatever the history says. In audit-only mode
-the decision is recorded but nothing waits for approval.
+READ_ONLY actions change nothing and are approved whatever the history says.
+
+Enforce and audit-only differ for real: in enforce mode an Escalated request waits for a human
+(``approval.state`` Pending) and a Denied one stays denied; in audit-only mode nothing waits or
+is refused — the decision is Approved and the decision enforce mode would have made is recorded
+in ``policy.wouldBe`` (approval state AuditOnly), for the telemetry seed 003 asks for.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from precedent.models import Band, Decision, PolicyResult
+from precedent.models import ApprovalState, Band, Decision, PolicyApproval, PolicyResult
 
 __all__ = [
     "ACCESS_LEVELS",
@@ -157,16 +161,25 @@ class PolicyEngine:
             decision, reason = Decision.APPROVED, "read-only action: runs without approval"
         elif level == "ADMIN" and band is Band.LOW:
             decision, reason = Decision.ESCALATED, "ADMIN action: always needs approval"
-        required = decision is Decision.ESCALATED
         if not self.enforce:
-            approval = "audit-only" if required else None
+            if decision is Decision.APPROVED:
+                return PolicyVerdict(
+                    decision,
+                    PolicyResult(access_level=level, approval_required=False, reason=reason),
+                )
+            because = f"; {reason}" if reason else ""
             return PolicyVerdict(
-                decision,
+                Decision.APPROVED,
                 PolicyResult(
-                    access_level=level, approval_required=False, approval=approval, reason=reason
+                    access_level=level,
+                    approval_required=False,
+                    approval=PolicyApproval(state=ApprovalState.AUDIT_ONLY),
+                    reason=f"audit-only mode: enforce mode would decide {decision}{because}",
+                    would_be=decision,
                 ),
             )
-        approval = "Pending" if required else None
+        required = decision is Decision.ESCALATED
+        approval = PolicyApproval(state=ApprovalState.PENDING) if required else None
         return PolicyVerdict(
             decision,
             PolicyResult(

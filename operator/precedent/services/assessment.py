@@ -37,7 +37,7 @@ from precedent.core.historical import (
     evaluate_history,
 )
 from precedent.core.history import History
-from precedent.core.normalize import ProposedAction, normalize_request
+from precedent.core.normalize import ProposedAction, TargetMismatch, normalize_request
 from precedent.core.playbooks import PlaybookQuery, SuccessPrior, historical_success
 from precedent.core.policy import PolicyEngine
 from precedent.core.ports import PlaybookDecision, SemanticNeighbours
@@ -222,7 +222,11 @@ class AssessmentService:
             )
         except ValueError as exc:  # e.g. a label given twice after normalisation
             raise InputError(f"spec.labels: {exc}") from None
-        return NormalizedRequest(parsed, normalize_request(parsed), query)
+        try:
+            action = normalize_request(parsed)
+        except TargetMismatch as exc:  # the message names spec.target.resourceId
+            raise InputError(str(exc)) from None
+        return NormalizedRequest(parsed, action, query)
 
     def score(
         self,
@@ -400,10 +404,15 @@ class AssessmentService:
         now: datetime,
         anchor: datetime | None = None,
         attempt: int = 1,
+        approve: Callable[[Assessment], tuple[Assessment, str | None]] | None = None,
     ) -> StatusUpdate:
         """The status a request should have now: assessed (and signed), invalid, waiting for a
         dependency, or — after an unexpected error — retrying (a bounded number of ``attempt``s,
-        ``config.max_attempts``) and then failed: never a quiet endless loop."""
+        ``config.max_attempts``) and then failed: never a quiet endless loop.
+
+        ``approve`` re-applies the request's RemediationApprovals to the fresh assessment
+        (``ApprovalService.applier``), so an answer assessed again keeps its human decision.
+        """
         try:
             assessment = await self.assess(spec, now=anchor or now)
         except InputError as exc:
@@ -426,8 +435,11 @@ class AssessmentService:
             return StatusUpdate.failed(
                 error, attempts=attempts, generation=generation, previous=previous, now=now
             )
+        expired = None
+        if approve is not None:
+            assessment, expired = approve(assessment)
         update = StatusUpdate.assessed(
-            assessment, generation=generation, previous=previous, now=now
+            assessment, generation=generation, previous=previous, now=now, expired=expired
         )
         return update.signed(self.signer, uid)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import secrets
 from collections.abc import Mapping
 from typing import Any
@@ -28,6 +29,14 @@ def _number(value: Any) -> str:
     # The API server may hand back 100 for the 100.0 that was written: sign the value, not
     # its spelling.
     return f"{float(value):.6g}" if isinstance(value, int | float) else str(value)
+
+
+def _canonical(value: Any) -> str:
+    # policy.approval is an object ({state, by, at, reason, approval}); the API server may
+    # return its keys in another order than they were written: sign the content, sorted.
+    if value is None:
+        return ""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
 class StatusSigner:
@@ -46,7 +55,7 @@ class StatusSigner:
             str(risk.get("band", "")),
             _number(risk.get("score")),
             str(status.get("inputHash", "")),
-            str((status.get("policy") or {}).get("approval", "")),
+            _canonical((status.get("policy") or {}).get("approval")),
         )
         return "\0".join(parts).encode()
 

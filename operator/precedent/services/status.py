@@ -4,6 +4,11 @@ Three outcomes, one constructor each: the request was **assessed** (Ready), its 
 **invalid** (Stalled: nothing will change until the spec does), or a dependency is
 **waiting** (Reconciling: it will be retried). Conditions and ``observedGeneration`` are built
 here, so the handlers only write what they are given.
+
+An assessed request also carries the ``Approved`` condition executors wait on
+(``kubectl wait --for=condition=Approved rr/NAME``): True when the request may run (NotRequired,
+Approved by a human, or AuditOnly), Unknown while a human decision is Pending (or the last
+approval had Expired), False when it may not run (Denied by policy, or Rejected).
 """
 
 from __future__ import annotations
@@ -16,10 +21,16 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from precedent.core.conditions import ConditionUpdate, merge_conditions
-from precedent.models import Assessment, Condition, Decision, RemediationRequestStatus
+from precedent.models import (
+    ApprovalState,
+    Assessment,
+    Condition,
+    Decision,
+    RemediationRequestStatus,
+)
 from precedent.services.integrity import StatusSigner
 
-__all__ = ["EventNote", "IncidentStatus", "StatusUpdate", "summary"]
+__all__ = ["EventNote", "IncidentStatus", "StatusUpdate", "approval_condition", "summary"]
 
 Outcome = Literal["assessed", "invalid", "waiting", "retrying", "failed"]
 PreviousConditions = Sequence[Mapping[str, Any]] | None
@@ -53,8 +64,12 @@ class StatusUpdate:
         generation: int,
         previous: PreviousConditions,
         now: datetime,
+        expired: str | None = None,
     ) -> StatusUpdate:
-        """Ready: the assessment is in the status; the decision is posted as an Event."""
+        """Ready: the assessment is in the status; the decision is posted as an Event.
+
+        ``expired`` names an approval that came too late, while the request is still Pending.
+        """
         text = summary(assessment)
         conditions = _conditions(
             previous,
@@ -62,13 +77,17 @@ class StatusUpdate:
                 ConditionUpdate("Ready", "True", "Assessed", text),
                 ConditionUpdate("Reconciling", "False", "Assessed"),
                 ConditionUpdate("Stalled", "False", "Assessed"),
+                approval_condition(assessment, expired=expired),
             ],
             generation,
             now,
         )
         decision = assessment.risk.decision
+        audit = assessment.policy is not None and assessment.policy.would_be is not None
         event = EventNote(
-            "Warning" if decision is Decision.DENIED else "Normal", decision.value, text
+            "Warning" if decision is Decision.DENIED or audit else "Normal",
+            "AuditOnly" if audit else decision.value,
+            text,
         )
         status = RemediationRequestStatus(
             observed_generation=generation, conditions=conditions, assessment=assessment
@@ -87,6 +106,8 @@ class StatusUpdate:
                 ConditionUpdate("Ready", "False", "InvalidSpec", message),
                 ConditionUpdate("Reconciling", "False", "InvalidSpec"),
                 ConditionUpdate("Stalled", "True", "InvalidSpec", message),
+                # Whatever Approved said before (someone else may have written it) is void.
+                ConditionUpdate("Approved", "Unknown", "NotAssessed", message),
             ],
             generation,
             now,
@@ -106,6 +127,7 @@ class StatusUpdate:
                 ConditionUpdate("Ready", "False", "DependencyUnavailable", message),
                 ConditionUpdate("Reconciling", "True", "DependencyUnavailable", message),
                 ConditionUpdate("Stalled", "False", "DependencyUnavailable"),
+                ConditionUpdate("Approved", "Unknown", "NotAssessed", message),
             ],
             generation,
             now,
@@ -201,10 +223,52 @@ def _conditions(
     return kept
 
 
+def approval_condition(assessment: Assessment, *, expired: str | None = None) -> ConditionUpdate:
+    """The ``Approved`` condition for an assessed request (see the module docstring)."""
+    decision = assessment.risk.decision
+    policy = assessment.policy
+    approval = policy.approval if policy else None
+    state = approval.state if approval else None
+    if state is ApprovalState.APPROVED and approval is not None:
+        return ConditionUpdate(
+            "Approved", "True", "Approved", f"approved by {approval.by}: {approval.reason}"
+        )
+    if state is ApprovalState.REJECTED and approval is not None:
+        return ConditionUpdate(
+            "Approved", "False", "Rejected", f"rejected by {approval.by}: {approval.reason}"
+        )
+    if state is ApprovalState.AUDIT_ONLY and policy is not None:
+        return ConditionUpdate(
+            "Approved",
+            "True",
+            "AuditOnly",
+            f"audit-only mode: nothing waits (enforce mode would decide {policy.would_be})",
+        )
+    if state is ApprovalState.PENDING:
+        if expired:
+            return ConditionUpdate(
+                "Approved", "Unknown", "Expired", f"{expired}; waiting for a new approval"
+            )
+        return ConditionUpdate(
+            "Approved",
+            "Unknown",
+            "Pending",
+            "waiting for a RemediationApproval (kubectl precedent approve|reject rr/NAME)",
+        )
+    if decision is Decision.DENIED:
+        return ConditionUpdate("Approved", "False", "Denied", "denied by policy (high risk)")
+    return ConditionUpdate("Approved", "True", "NotRequired", "runs without a human approval")
+
+
 def summary(assessment: Assessment) -> str:
     """One line: band, score, decision, top incident, playbook (the Ready message and Event)."""
     risk = assessment.risk
     text = f"risk {risk.band.value} ({risk.score:g}), {risk.decision.value}"
+    policy = assessment.policy
+    if policy is not None and policy.would_be is not None:
+        text += f" (audit-only; enforce mode would decide {policy.would_be.value})"
+    if policy is not None and policy.approval is not None and policy.approval.by:
+        text += f" by {policy.approval.by}"
     if risk.most_relevant_incident:
         text += f"; most relevant incident {risk.most_relevant_incident}"
     if assessment.playbook:

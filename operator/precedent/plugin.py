@@ -1,0 +1,319 @@
+"""``kubectl precedent``: explain, approve, reject and report on RemediationRequests.
+
+A kubectl plugin (the ``kubectl-precedent`` console script on ``PATH``) that talks to the
+cluster as the user, through their kubeconfig and the ``kubernetes`` client: what it may do is
+what RBAC and the admission policies let that user do. ``approve`` and ``reject`` create a
+RemediationApproval whose approver is the current user (asked of the API server with a
+SelfSubjectReview; the kubeconfig's user name where that API is not served) and whose access
+level is the request's; admission checks both anyway. Errors are one line: not found, or
+forbidden with the API server's message naming the rule that refused it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from datetime import UTC, datetime, timedelta
+from typing import Any, NoReturn, cast
+
+import click
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+
+__all__ = ["main"]
+
+GROUP = "precedent.dev"
+VERSION = "v1alpha1"
+REQUESTS = "remediationrequests"
+APPROVALS = "remediationapprovals"
+
+
+class Session:
+    """The user's kubeconfig: an API client, the current namespace and the user's name."""
+
+    def __init__(self, context: str | None, namespace: str | None) -> None:
+        try:
+            # $KUBECONFIG read now (the client reads it once, at import).
+            path = os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
+            config.load_kube_config(config_file=path, context=context)  # type: ignore[no-untyped-call]
+            contexts, current = config.list_kube_config_contexts(path)  # type: ignore[no-untyped-call]
+        except (config.ConfigException, OSError) as exc:
+            fail(f"cannot load the kubeconfig: {exc}")
+        chosen = (
+            next((c for c in contexts if c["name"] == context), current) if context else current
+        )
+        details = (chosen or {}).get("context") or {}
+        self.namespace = namespace or details.get("namespace") or "default"
+        self._kubeconfig_user = str(details.get("user") or "")
+        self.api = client.ApiClient()
+        self.objects = client.CustomObjectsApi(self.api)
+
+    def username(self) -> str:
+        """Who the API server says we are (SelfSubjectReview), else the kubeconfig's user."""
+        try:
+            review = client.AuthenticationV1Api(self.api).create_self_subject_review(
+                client.V1SelfSubjectReview(
+                    api_version="authentication.k8s.io/v1", kind="SelfSubjectReview"
+                )
+            )
+            info = review.status.user_info if review.status else None
+            name = info.username if info else None
+            if name:
+                return str(name)
+        except ApiException as exc:
+            if exc.status not in (404, 405):  # not served (older servers, the sandbox)
+                fail(api_message(exc, "SelfSubjectReview"))
+        if not self._kubeconfig_user:
+            fail("cannot tell who you are: no SelfSubjectReview API and no kubeconfig user")
+        return self._kubeconfig_user
+
+    def request(self, name: str) -> dict[str, Any]:
+        """GET the RemediationRequest, or exit with one line."""
+        try:
+            found = self.objects.get_namespaced_custom_object(
+                GROUP, VERSION, self.namespace, REQUESTS, name
+            )
+            return dict(cast("dict[str, Any]", found))
+        except ApiException as exc:
+            fail(api_message(exc, f"remediationrequest {self.namespace}/{name}"))
+
+    def approvals_for(self, name: str) -> list[dict[str, Any]]:
+        """The RemediationApprovals naming the request (empty when the user may not list)."""
+        try:
+            listed = self.objects.list_namespaced_custom_object(
+                GROUP, VERSION, self.namespace, APPROVALS
+            )
+            items: list[dict[str, Any]] = cast("dict[str, Any]", listed)["items"]
+        except ApiException:
+            return []
+        return [a for a in items if (a.get("spec") or {}).get("requestRef", {}).get("name") == name]
+
+
+def fail(message: str) -> NoReturn:
+    """Print one line to stderr and exit 1."""
+    click.echo(f"error: {message}", err=True)
+    sys.exit(1)
+
+
+def api_message(exc: ApiException, what: str) -> str:
+    """One line from an API error: the server's own message (it names the refusing rule)."""
+    try:
+        message = str(json.loads(exc.body or "{}").get("message") or "")
+    except ValueError:
+        message = ""
+    message = " ".join((message or str(exc.reason or "")).split())
+    if exc.status == 404:
+        return f"{what} not found" + (f": {message}" if "not found" not in message else "")
+    if exc.status == 403:
+        return f"forbidden: {message}"
+    return f"{what}: HTTP {exc.status}: {message}"
+
+
+def request_name(ref: str) -> str:
+    """``rr/NAME``, ``remediationrequest/NAME`` or ``NAME``."""
+    kind, _, name = ref.rpartition("/")
+    if kind and kind.lower() not in ("rr", "remediationrequest", "remediationrequests"):
+        fail(f"{ref}: expected rr/NAME")
+    if not name:
+        fail(f"{ref}: expected rr/NAME")
+    return name
+
+
+@click.group()
+@click.option("-n", "--namespace", default=None, help="Namespace (default: the context's).")
+@click.option("--context", default=None, help="kubeconfig context (default: the current one).")
+@click.pass_context
+def main(ctx: click.Context, namespace: str | None, context: str | None) -> None:
+    """kubectl precedent: explain, approve, reject and report on RemediationRequests."""
+    ctx.obj = (context, namespace)
+
+
+def _session(ctx: click.Context) -> Session:
+    context, namespace = ctx.obj
+    return Session(context, namespace)
+
+
+@main.command()
+@click.argument("ref")
+@click.pass_context
+def explain(ctx: click.Context, ref: str) -> None:
+    """Risk, factors, similar incidents, playbook, policy and approvals of rr/NAME."""
+    session = _session(ctx)
+    name = request_name(ref)
+    body = session.request(name)
+    click.echo(render(body, session.approvals_for(name)))
+
+
+def render(body: dict[str, Any], approvals: list[dict[str, Any]]) -> str:
+    """The explain view of one request (and its approvals)."""
+    meta, spec, status = body.get("metadata", {}), body.get("spec", {}), body.get("status") or {}
+    target = spec.get("target", {})
+    lines = [
+        f"RemediationRequest {meta.get('namespace')}/{meta.get('name')}",
+        f"  action:     {spec.get('action')} on {target.get('kind')}/{target.get('name')}",
+        f"  requester:  {spec.get('requester') or '(not recorded)'}",
+    ]
+    risk = status.get("risk")
+    if not risk:
+        stalled = [c for c in status.get("conditions", []) if c.get("type") == "Stalled"]
+        note = stalled[0].get("message") if stalled and stalled[0].get("status") == "True" else ""
+        lines.append(f"  not assessed yet{': ' + note if note else ''}")
+        return "\n".join(lines)
+    lines.append(f"  risk:       {risk.get('band')} ({risk.get('score')}) → {risk.get('decision')}")
+    for factor in risk.get("factors", []):
+        lines.append(
+            f"    {factor.get('contribution'):+} {factor.get('name')}: {factor.get('detail')}"
+        )
+    lines.append(f"  reasoning:  {risk.get('reasoning')}")
+    similar = status.get("similarIncidents", [])
+    if similar:
+        lines.append("  similar incidents:")
+        for item in similar:
+            lines.append(
+                f"    {item.get('id')} ({item.get('severity')}, similarity "
+                f"{item.get('similarity'):.2f}): {item.get('title')}"
+            )
+    playbook = status.get("playbook")
+    if playbook:
+        lines.append(
+            f"  playbook:   {playbook.get('id')} {playbook.get('version')} "
+            f"(confidence {playbook.get('confidence'):.2f}): {playbook.get('rationale')}"
+        )
+    elif status.get("recommendation"):
+        lines.append(f"  playbook:   none - {status['recommendation'].get('reason')}")
+    policy = status.get("policy") or {}
+    approval = policy.get("approval") or {}
+    lines.append(
+        f"  policy:     {policy.get('accessLevel')} action; approval "
+        f"{approval.get('state', 'not required')}"
+        + (
+            f" by {approval.get('by')} at {approval.get('at')}: {approval.get('reason')}"
+            if approval.get("by")
+            else ""
+        )
+    )
+    if policy.get("reason"):
+        lines.append(f"              {policy['reason']}")
+    condition = next((c for c in status.get("conditions", []) if c.get("type") == "Approved"), None)
+    if condition:
+        lines.append(
+            f"  Approved:   {condition.get('status')} ({condition.get('reason')}): "
+            f"{condition.get('message')}"
+        )
+    if approvals:
+        lines.append("  approvals:")
+        for item in approvals:
+            a_spec, a_status = item.get("spec", {}), item.get("status") or {}
+            lines.append(
+                f"    {item['metadata']['name']}: {a_spec.get('decision')} by "
+                f"{a_spec.get('approver')} - {a_status.get('state', 'not judged yet')}"
+                + (f" ({a_status.get('reason')}: {a_status.get('message')})" if a_status else "")
+            )
+    return "\n".join(lines)
+
+
+def _decide(
+    ctx: click.Context,
+    ref: str,
+    decision: str,
+    reason: str,
+    expires_in: int | None,
+    groups: tuple[str, ...],
+) -> None:
+    session = _session(ctx)
+    name = request_name(ref)
+    if not reason.strip():
+        fail("--reason: say why")
+    body = session.request(name)
+    level = ((body.get("status") or {}).get("policy") or {}).get("accessLevel")
+    if not level:
+        fail(f"remediationrequest {session.namespace}/{name} has not been assessed yet")
+    spec: dict[str, Any] = {
+        "requestRef": {"name": name, "uid": body["metadata"]["uid"]},
+        "decision": decision,
+        "reason": reason.strip(),
+        "approver": session.username(),
+        "accessLevel": level,
+    }
+    if groups:
+        spec["approverGroups"] = list(groups)
+    if expires_in:
+        until = datetime.now(UTC) + timedelta(minutes=expires_in)
+        spec["expiresAt"] = until.strftime("%Y-%m-%dT%H:%M:%SZ")
+    approval = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "RemediationApproval",
+        "metadata": {"generateName": f"{name}-{decision}-"},
+        "spec": spec,
+    }
+    try:
+        created = cast(
+            "dict[str, Any]",
+            session.objects.create_namespaced_custom_object(
+                GROUP, VERSION, session.namespace, APPROVALS, approval
+            ),
+        )
+    except ApiException as exc:
+        fail(api_message(exc, f"remediationapproval for {name}"))
+    click.echo(
+        f"remediationapproval.precedent.dev/{created['metadata']['name']} created "
+        f"({decision} rr/{name} as {spec['approver']})"
+    )
+
+
+_reason = click.option("--reason", required=True, help="Why (required).")
+_expires = click.option(
+    "--expires-in", type=click.IntRange(min=1), default=None, help="Minutes it stays valid."
+)
+_groups = click.option(
+    "--group", "groups", multiple=True, help="A group of yours to claim (e.g. break-glass)."
+)
+
+
+@main.command()
+@click.argument("ref")
+@_reason
+@_expires
+@_groups
+@click.pass_context
+def approve(
+    ctx: click.Context, ref: str, reason: str, expires_in: int | None, groups: tuple[str, ...]
+) -> None:
+    """Approve rr/NAME: create a RemediationApproval as the current user."""
+    _decide(ctx, ref, "approve", reason, expires_in, groups)
+
+
+@main.command()
+@click.argument("ref")
+@_reason
+@click.pass_context
+def reject(ctx: click.Context, ref: str, reason: str) -> None:
+    """Reject rr/NAME: create a RemediationApproval that denies it."""
+    _decide(ctx, ref, "reject", reason, None, ())
+
+
+@main.command()
+@click.argument("ref")
+@click.option("--result", type=click.Choice(["succeeded", "failed", "partial"]), required=True)
+@click.option("--message", default="", help="What happened.")
+@click.option("--playbook", default=None, help="The playbook that ran (its id).")
+@click.pass_context
+def outcome(ctx: click.Context, ref: str, result: str, message: str, playbook: str | None) -> None:
+    """Report how the action on rr/NAME went (spec.outcome, set once)."""
+    session = _session(ctx)
+    name = request_name(ref)
+    reported: dict[str, Any] = {
+        "result": result,
+        "message": message,
+        "finishedAt": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+    if playbook:
+        reported["playbook"] = {"id": playbook}
+    try:
+        session.objects.patch_namespaced_custom_object(
+            GROUP, VERSION, session.namespace, REQUESTS, name, {"spec": {"outcome": reported}}
+        )
+    except ApiException as exc:
+        fail(api_message(exc, f"remediationrequest {session.namespace}/{name}"))
+    click.echo(f"remediationrequest.precedent.dev/{name} outcome reported: {result}")

@@ -1,0 +1,496 @@
+"""Human approvals: RemediationApproval objects move an Escalated request to Approved or Denied.
+
+An approval is a separate, immutable object so that Kubernetes decides who may make one: RBAC
+(``create`` on ``remediationapprovals``; the custom verb ``approve`` on ``remediationrequests``
+for ADMIN actions) and ValidatingAdmissionPolicies (the approver is the authenticated user, the
+groups it claims are the user's). What admission cannot see — the request an approval points
+at — is checked here, by :func:`judge`, in this order:
+
+1. the request exists, is this incarnation of it (``requestRef.uid``, and the approval is not
+   older than the request) and has been answered by this operator (a valid status mark);
+2. the approval has not expired;
+3. the approver is not the requester (both fields are the authenticated users, by admission);
+4. the approval states the request's access level (so admission's ADMIN check applied);
+5. the request is waiting for a human: Escalated in enforce mode and not decided by another
+   approval. A Denied request can be approved only with ``PRECEDENT_BREAK_GLASS_GROUP`` set
+   and that group among the approver's groups.
+
+The first valid approval decides; later ones are Ignored (AlreadyDecided). Approvals are judged
+in creation order, so the operator reaches the same answer after a restart, when it re-lists
+them (a kopf index) and re-applies them to a request it assesses again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from typing import Any, Literal, Protocol
+
+from pydantic import ValidationError
+
+from precedent.core.conditions import rfc3339
+from precedent.errors import InputError, describe_validation
+from precedent.models import (
+    API_VERSION,
+    ApprovalDecision,
+    ApprovalState,
+    ApprovalStatus,
+    Assessment,
+    Decision,
+    PolicyApproval,
+    RemediationApprovalSpec,
+)
+from precedent.services.integrity import StatusSigner
+from precedent.services.status import EventNote, StatusUpdate
+
+__all__ = [
+    "ApprovalHandled",
+    "ApprovalPolicy",
+    "ApprovalRecord",
+    "ApprovalService",
+    "ApprovalVerdict",
+    "RequestRecord",
+    "RequestStore",
+    "apply_approvals",
+    "approved",
+    "assessment_of",
+    "decided_by",
+    "judge",
+    "parse_approval_spec",
+    "request_record",
+]
+
+
+def parse_approval_spec(spec: Mapping[str, Any]) -> RemediationApprovalSpec:
+    """Validate a RemediationApproval spec; errors name the field (``spec.reason: …``)."""
+    try:
+        return RemediationApprovalSpec.model_validate(dict(spec))
+    except ValidationError as exc:
+        raise InputError(describe_validation(exc, "spec")) from None
+
+
+def _timestamp(value: Any) -> datetime | None:
+    if not value:
+        return None
+    moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalPolicy:
+    """How approvals are judged (from Settings)."""
+
+    enforce: bool = True
+    """Enforce mode: Escalated requests wait for an approval. Audit-only: nothing waits."""
+    break_glass_group: str | None = None
+    """The group whose members may approve a Denied request; None: nobody can."""
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRecord:
+    """One RemediationApproval object, as the operator sees it."""
+
+    name: str
+    """metadata.name."""
+    namespace: str
+    """metadata.namespace (the request's)."""
+    created: datetime | None
+    """metadata.creationTimestamp."""
+    generation: int
+    """metadata.generation."""
+    spec: RemediationApprovalSpec | None
+    """The validated spec; None when it is invalid (``problem`` says why)."""
+    problem: str | None = None
+    """Why the spec is invalid."""
+
+    @classmethod
+    def from_body(cls, body: Mapping[str, Any]) -> ApprovalRecord:
+        """From the object as the API returns it; an invalid spec is kept with its problem."""
+        meta = body.get("metadata") or {}
+        spec: RemediationApprovalSpec | None = None
+        problem = None
+        try:
+            spec = parse_approval_spec(body.get("spec") or {})
+        except InputError as exc:
+            problem = str(exc)
+        return cls(
+            name=str(meta.get("name", "")),
+            namespace=str(meta.get("namespace", "")),
+            created=_timestamp(meta.get("creationTimestamp")),
+            generation=int(meta.get("generation") or 1),
+            spec=spec,
+            problem=problem,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRecord:
+    """The request an approval points at: who asked, when, and the operator's answer."""
+
+    name: str
+    """metadata.name."""
+    uid: str
+    """metadata.uid."""
+    created: datetime | None
+    """metadata.creationTimestamp."""
+    requester: str | None
+    """spec.requester (the authenticated creator, by admission)."""
+    assessment: Assessment | None
+    """The operator's signed answer; None while the request has none."""
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalVerdict:
+    """What the operator makes of one approval."""
+
+    state: Literal["Accepted", "Ignored", "Waiting"]
+    """Accepted, Ignored (with the reason), or Waiting: the request has no answer yet."""
+    reason: str
+    """One CamelCase word."""
+    message: str
+    """A sentence for people."""
+
+    def status(self, generation: int) -> ApprovalStatus:
+        """The approval's status (Accepted / Ignored only)."""
+        if self.state == "Waiting":
+            raise ValueError("a waiting approval has no status yet")
+        return ApprovalStatus(
+            state=self.state,
+            reason=self.reason,
+            message=self.message,
+            observed_generation=generation,
+        )
+
+    def event(self, approval: str) -> EventNote:
+        """The Event on the approval: Normal when accepted, Warning when ignored."""
+        kind: Literal["Normal", "Warning"] = "Normal" if self.state == "Accepted" else "Warning"
+        return EventNote(kind, self.reason, f"approval {approval}: {self.message}")
+
+
+def _ignored(reason: str, message: str) -> ApprovalVerdict:
+    return ApprovalVerdict("Ignored", reason, message)
+
+
+def judge(
+    approval: ApprovalRecord,
+    request: RequestRecord | None,
+    *,
+    policy: ApprovalPolicy,
+    now: datetime,
+) -> ApprovalVerdict:
+    """Whether ``approval`` applies to ``request`` now (see the module docstring)."""
+    if approval.spec is None:
+        return _ignored("InvalidSpec", f"invalid spec: {approval.problem}")
+    spec = approval.spec
+    target = spec.request_ref.name
+    if request is None:
+        return _ignored("RequestNotFound", f"RemediationRequest {target} does not exist")
+    if spec.request_ref.uid and spec.request_ref.uid != request.uid:
+        return _ignored(
+            "OtherRequest",
+            f"spec.requestRef.uid {spec.request_ref.uid} is not RemediationRequest {target} "
+            f"(uid {request.uid}): it was made for another request of that name",
+        )
+    if approval.created and request.created and approval.created < request.created:
+        return _ignored(
+            "OtherRequest",
+            f"made before RemediationRequest {target} was created: it was for an earlier "
+            "request of that name",
+        )
+    if request.assessment is None or request.assessment.policy is None:
+        return ApprovalVerdict("Waiting", "NotAssessed", f"{target} has not been assessed yet")
+    if spec.expires_at is not None and spec.expires_at <= now:
+        return _ignored("Expired", f"expired at {rfc3339(spec.expires_at)}")
+    if request.requester is None:
+        return _ignored(
+            "NoRequester",
+            f"RemediationRequest {target} does not record spec.requester, so self-approval "
+            "cannot be ruled out",
+        )
+    if spec.approver == request.requester:
+        return _ignored("SelfApproval", f"{spec.approver} requested {target} and cannot approve it")
+    assessment = request.assessment
+    level = assessment.policy.access_level if assessment.policy else None
+    if spec.access_level != level:
+        return _ignored(
+            "AccessLevelMismatch",
+            f"RemediationRequest {target} is a {level} action; the approval must say "
+            f"spec.accessLevel: {level} (it says {spec.access_level or 'nothing'})",
+        )
+    return _against_state(approval, assessment, policy=policy)
+
+
+def _against_state(
+    approval: ApprovalRecord, assessment: Assessment, *, policy: ApprovalPolicy
+) -> ApprovalVerdict:
+    assert approval.spec is not None
+    assert assessment.policy is not None
+    spec = approval.spec
+    current = assessment.policy.approval
+    decision = assessment.risk.decision
+    verb = "approved" if spec.decision is ApprovalDecision.APPROVE else "rejected"
+    if current is not None and current.state in (ApprovalState.APPROVED, ApprovalState.REJECTED):
+        if current.approval == approval.name:
+            return ApprovalVerdict("Accepted", verb.capitalize(), f"{verb} by {spec.approver}")
+        return _ignored(
+            "AlreadyDecided",
+            f"already {current.state.value.lower()} by {current.by} (approval "
+            f"{current.approval}); the first valid approval decides",
+        )
+    if not policy.enforce or (current is not None and current.state is ApprovalState.AUDIT_ONLY):
+        return _ignored("NotRequired", "audit-only mode: nothing waits for an approval")
+    if decision is Decision.ESCALATED:
+        return ApprovalVerdict("Accepted", verb.capitalize(), f"{verb} by {spec.approver}")
+    if decision is Decision.APPROVED:
+        return _ignored("NotRequired", "the request is Approved without an approval")
+    # Denied by the policy (high band).
+    if spec.decision is ApprovalDecision.REJECT:
+        return _ignored("NotRequired", "the request is already Denied")
+    group = policy.break_glass_group
+    if group is None:
+        return _ignored(
+            "Denied",
+            "the request is Denied by policy (high risk); no break-glass group is configured",
+        )
+    if group not in spec.approver_groups:
+        return _ignored(
+            "Denied",
+            f"the request is Denied by policy (high risk); only members of the break-glass "
+            f"group {group} may approve it (spec.approverGroups)",
+        )
+    return ApprovalVerdict(
+        "Accepted", "BreakGlass", f"approved by {spec.approver} as break-glass group {group}"
+    )
+
+
+def approved(assessment: Assessment, approval: ApprovalRecord, *, now: datetime) -> Assessment:
+    """The assessment after an accepted approval: decision, ``policy.approval`` and reasoning.
+
+    ``policy.approval.at`` is when the approval was made (its creation time; ``now`` if
+    unknown), so re-applying it after a restart writes the same status.
+    """
+    assert approval.spec is not None
+    assert assessment.policy is not None
+    spec = approval.spec
+    approve = spec.decision is ApprovalDecision.APPROVE
+    decision = Decision.APPROVED if approve else Decision.DENIED
+    state = ApprovalState.APPROVED if approve else ApprovalState.REJECTED
+    record = PolicyApproval(
+        state=state,
+        by=spec.approver,
+        at=rfc3339(approval.created or now),
+        reason=spec.reason,
+        approval=approval.name,
+    )
+    verb = "Approved" if approve else "Rejected"
+    risk = assessment.risk.model_copy(
+        update={
+            "decision": decision,
+            "reasoning": f"{assessment.risk.reasoning} {verb} by {spec.approver} "
+            f"(RemediationApproval {approval.name}): {spec.reason}",
+        }
+    )
+    policy = assessment.policy.model_copy(update={"approval": record})
+    return assessment.model_copy(update={"risk": risk, "policy": policy})
+
+
+def apply_approvals(
+    assessment: Assessment,
+    request: RequestRecord,
+    approvals: Iterable[ApprovalRecord],
+    *,
+    policy: ApprovalPolicy,
+    now: datetime,
+) -> tuple[Assessment, list[tuple[ApprovalRecord, ApprovalVerdict]]]:
+    """A fresh assessment with the request's approvals applied in creation order."""
+    ordered = sorted(approvals, key=lambda a: (a.created or now, a.name))
+    verdicts: list[tuple[ApprovalRecord, ApprovalVerdict]] = []
+    for approval in ordered:
+        current = RequestRecord(
+            request.name, request.uid, request.created, request.requester, assessment
+        )
+        verdict = judge(approval, current, policy=policy, now=now)
+        if verdict.state == "Accepted" and decided_by(assessment) != approval.name:
+            assessment = approved(assessment, approval, now=now)
+        verdicts.append((approval, verdict))
+    return assessment, verdicts
+
+
+_STATUS_FIELDS = frozenset(Assessment.model_fields) | {
+    field.alias for field in Assessment.model_fields.values() if field.alias
+}
+
+
+def assessment_of(status: Mapping[str, Any]) -> Assessment | None:
+    """The assessment stored in a request's status (its top-level fields), if it parses."""
+    fields = {k: v for k, v in status.items() if k in _STATUS_FIELDS}
+    if "risk" not in fields:
+        return None
+    try:
+        return Assessment.model_validate(fields)
+    except ValidationError:
+        return None
+
+
+def request_record(body: Mapping[str, Any], assessment: Assessment | None) -> RequestRecord:
+    """A request object (as the API returns it) with the operator's answer, if trusted."""
+    meta = body.get("metadata") or {}
+    requester = (body.get("spec") or {}).get("requester")
+    return RequestRecord(
+        name=str(meta.get("name", "")),
+        uid=str(meta.get("uid", "")),
+        created=_timestamp(meta.get("creationTimestamp")),
+        requester=str(requester).strip() if requester else None,
+        assessment=assessment,
+    )
+
+
+def decided_by(assessment: Assessment) -> str | None:
+    """The approval that decided the request, if one did."""
+    policy = assessment.policy
+    return policy.approval.approval if policy and policy.approval else None
+
+
+# -- the use case: the operator applies approvals ------------------------------------------------
+
+
+class RequestStore(Protocol):
+    """The two calls approval handling makes on RemediationRequests."""
+
+    async def get_request(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """The request object, or None if it does not exist."""
+        ...
+
+    async def patch_request_status(
+        self, namespace: str, name: str, status: Mapping[str, Any], resource_version: str
+    ) -> None:
+        """Merge into the request's status if it is still at ``resource_version``
+        (DependencyError on a conflict: retry)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalHandled:
+    """What handling one approval produced: its status, Events, and the request's new state."""
+
+    verdict: ApprovalVerdict
+    """Accepted, Ignored, or Waiting (the request has no answer yet: retry later)."""
+    status: dict[str, Any] | None
+    """What to merge into the approval's status (None while waiting)."""
+    event: EventNote | None
+    """The Event on the approval."""
+    request: dict[str, Any] | None = None
+    """The request's reference (apiVersion, kind, metadata) when it got an Event."""
+    request_event: EventNote | None = None
+    """The Event on the request when its decision changed."""
+
+
+class ApprovalService:
+    """Judges RemediationApprovals and writes their effect into the request's signed status."""
+
+    def __init__(
+        self, policy: ApprovalPolicy, signer: StatusSigner, requests: RequestStore | None = None
+    ) -> None:
+        self.policy = policy
+        self.signer = signer
+        self.requests = requests
+
+    @staticmethod
+    def index_entry(body: Mapping[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+        """The approvals index: (namespace, request name) → the approval's metadata and spec."""
+        meta = body.get("metadata") or {}
+        spec = body.get("spec") or {}
+        ref = spec.get("requestRef") if isinstance(spec, Mapping) else None
+        target = ref.get("name") if isinstance(ref, Mapping) else None
+        if not target:
+            return {}
+        kept = {
+            "metadata": {
+                k: meta.get(k) for k in ("name", "namespace", "creationTimestamp", "generation")
+            },
+            "spec": dict(spec),
+        }
+        return {(str(meta.get("namespace", "")), str(target)): kept}
+
+    def applier(
+        self, request: Mapping[str, Any], approvals: Iterable[Mapping[str, Any]], now: datetime
+    ) -> Callable[[Assessment], tuple[Assessment, str | None]]:
+        """What a fresh assessment of ``request`` becomes with its approvals re-applied, and
+        the note on an approval that expired while it is still pending."""
+        records = [ApprovalRecord.from_body(a) for a in approvals]
+
+        def apply(assessment: Assessment) -> tuple[Assessment, str | None]:
+            record = request_record(request, assessment)
+            result, verdicts = apply_approvals(
+                assessment, record, records, policy=self.policy, now=now
+            )
+            return result, _expired_note(result, verdicts)
+
+        return apply
+
+    async def handle(self, body: Mapping[str, Any], *, now: datetime) -> ApprovalHandled:
+        """Judge one approval against its request; apply it when accepted (a signed status)."""
+        if self.requests is None:
+            raise RuntimeError("approval handling needs a RequestStore")
+        record = ApprovalRecord.from_body(body)
+        target = record.spec.request_ref.name if record.spec else None
+        request_body = await self.requests.get_request(record.namespace, target) if target else None
+        assessment = None
+        if request_body is not None and self.signer.answered(request_body):
+            assessment = assessment_of(request_body.get("status") or {})
+        request = request_record(request_body, assessment) if request_body else None
+        verdict = judge(record, request, policy=self.policy, now=now)
+        if verdict.state == "Waiting":
+            return ApprovalHandled(verdict, None, None)
+        handled = ApprovalHandled(
+            verdict, verdict.status(record.generation).model_dump(by_alias=True), None
+        )
+        handled = replace(handled, event=verdict.event(record.name))
+        if request_body is None or assessment is None:
+            return handled
+        expired = None
+        if verdict.state == "Accepted" and decided_by(assessment) != record.name:
+            new = approved(assessment, record, now=now)
+        elif verdict.reason == "Expired" and _pending(assessment):
+            new, expired = assessment, f"approval {record.name} {verdict.message}"
+        else:
+            return handled
+        meta = request_body.get("metadata") or {}
+        status = request_body.get("status") or {}
+        update = StatusUpdate.assessed(
+            new,
+            generation=int(meta.get("generation") or 1),
+            previous=status.get("conditions"),
+            now=now,
+            expired=expired,
+        ).signed(self.signer, str(meta.get("uid", "")))
+        await self.requests.patch_request_status(
+            record.namespace,
+            str(meta.get("name")),
+            update.patch(),
+            str(meta.get("resourceVersion")),
+        )
+        reference = {
+            "apiVersion": request_body.get("apiVersion", API_VERSION),
+            "kind": request_body.get("kind", "RemediationRequest"),
+            "metadata": {k: meta.get(k) for k in ("name", "namespace", "uid")},
+        }
+        note = update.event
+        if expired is not None:
+            note = EventNote("Warning", "Expired", expired)
+        return replace(handled, request=reference, request_event=note)
+
+
+def _pending(assessment: Assessment) -> bool:
+    policy = assessment.policy
+    return bool(policy and policy.approval and policy.approval.state is ApprovalState.PENDING)
+
+
+def _expired_note(
+    assessment: Assessment, verdicts: Sequence[tuple[ApprovalRecord, ApprovalVerdict]]
+) -> str | None:
+    if not _pending(assessment) or not verdicts:
+        return None
+    last, verdict = verdicts[-1]
+    return f"approval {last.name} {verdict.message}" if verdict.reason == "Expired" else None

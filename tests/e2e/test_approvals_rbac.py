@@ -1,0 +1,177 @@
+"""Three users against a sandbox that authenticates and authorizes: the requester cannot
+approve, the approver can, a stranger can do nothing, and only the operator writes status.
+
+Runs when the sandbox enforces authentication and RBAC (a static token file); skipped, saying
+so, when it does not (a request with an unknown token is not refused).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from precedent.demo import apply
+from precedent_sandbox import SandboxThread
+from tests.integration.conftest import Cluster
+from tests.integration.test_approvals import approved_condition, request
+
+pytestmark = pytest.mark.e2e
+
+REPO = Path(__file__).resolve().parents[2]
+OPERATOR = "system:serviceaccount:precedent-system:precedent"
+USERS = {
+    "admin-token": ("admin", "system:masters"),
+    "operator-token": (OPERATOR, "system:serviceaccounts"),
+    "rita-token": ("rita", "sre"),
+    "alice-token": ("alice", "sre"),
+    "bob-token": ("bob", ""),
+}
+
+
+def _bindings() -> list[dict[str, Any]]:
+    def binding(role: str, user: str) -> dict[str, Any]:
+        return {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": f"{role}-{user.rsplit(':', 1)[-1]}"},
+            "roleRef": {
+                "apiGroup": "rbac.authorization.k8s.io",
+                "kind": "ClusterRole",
+                "name": role,
+            },
+            "subjects": [{"kind": "User", "name": user, "apiGroup": "rbac.authorization.k8s.io"}],
+        }
+
+    return [
+        binding("precedent", OPERATOR),
+        binding("precedent-requester", "rita"),
+        binding("precedent-approver", "alice"),
+    ]
+
+
+@pytest.fixture
+def secured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Cluster, Path]]:
+    if "token_auth_file" not in inspect.signature(SandboxThread.__init__).parameters and not any(
+        p.kind is inspect.Parameter.VAR_KEYWORD
+        for p in inspect.signature(SandboxThread.__init__).parameters.values()
+    ):
+        pytest.skip("the sandbox has no token authentication")
+    tokens = tmp_path / "tokens.csv"
+    tokens.write_text(
+        "".join(f'{t},{u},{u},"{g}"\n' for t, (u, g) in USERS.items()), encoding="utf-8"
+    )
+    try:
+        sandbox = SandboxThread(REPO / "crds", token_auth_file=tokens).start()
+    except TypeError:
+        pytest.skip("the sandbox has no token authentication")
+    try:
+        probe = sandbox.kubeconfig(token="not-a-user")  # type: ignore[call-arg]
+        server = probe["clusters"][0]["cluster"]["server"]
+        with httpx.Client(base_url=server, verify=False, timeout=10) as anonymous:
+            answer = anonymous.get(
+                "/apis/precedent.dev/v1alpha1/remediationrequests",
+                headers={"Authorization": "Bearer not-a-user"},
+            )
+        if answer.status_code not in (401, 403):
+            pytest.skip("the sandbox does not enforce RBAC: an unknown user's request was served")
+        admin = sandbox.write_kubeconfig(tmp_path / "admin", user="admin")  # type: ignore[call-arg]
+        # The server may be HTTPS with a self-signed certificate: tests trust it explicitly.
+        operator = sandbox.write_kubeconfig(tmp_path / "operator", user=OPERATOR)  # type: ignore[call-arg]
+        with httpx.Client(
+            base_url=server,
+            verify=False,
+            timeout=30,
+            headers={"Authorization": "Bearer admin-token"},
+        ) as client:
+            apply(client, [REPO / "data" / "incidents", REPO / "data" / "playbooks"])
+            monkeypatch.setenv("KUBECONFIG", str(operator))
+            monkeypatch.setenv("PRECEDENT_HISTORY_PATH", "")
+            monkeypatch.setenv("PRECEDENT_CATALOG", "")
+            monkeypatch.setenv("PRECEDENT_STATUS_KEY", "e2e-key")
+            monkeypatch.setenv("PRECEDENT_METRICS_PORT", "0")
+            yield Cluster(sandbox, client, operator), admin
+    finally:
+        sandbox.stop()
+
+
+def _as(cluster: Cluster, token: str) -> httpx.Client:
+    return httpx.Client(
+        base_url=str(cluster.client.base_url),
+        verify=False,
+        timeout=30,
+        headers={"Authorization": f"Bearer {token}"},
+    )
+
+
+def _documents(*paths: Path) -> list[dict[str, Any]]:
+    return [d for p in paths for d in yaml.safe_load_all(p.read_text()) if d]
+
+
+PATHS = {
+    "ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+    "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+    "ValidatingAdmissionPolicy": (
+        "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies"
+    ),
+    "ValidatingAdmissionPolicyBinding": (
+        "/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings"
+    ),
+}
+
+
+def test_three_users(secured: tuple[Cluster, Path]) -> None:
+    cluster, _ = secured
+    manifests = REPO / "manifests"
+    documents = _documents(
+        manifests / "rbac.yaml",
+        manifests / "rbac" / "roles.yaml",
+        *sorted((manifests / "admission").glob("*.yaml")),
+    )
+    for doc in [*documents, *_bindings()]:
+        if doc["kind"] in PATHS:
+            answer = cluster.client.post(PATHS[doc["kind"]], json=doc)
+            assert answer.status_code in (201, 409), answer.text
+    base = "/apis/precedent.dev/v1alpha1/namespaces/default"
+    with _as(cluster, "rita-token") as rita, _as(cluster, "alice-token") as alice:
+        forged = rita.post(f"{base}/remediationrequests", json=request("x", requester="alice"))
+        assert forged.status_code in (403, 422)
+        assert "precedent-requester-is-the-user" in forged.json()["message"]
+        mine = rita.post(f"{base}/remediationrequests", json=request("tls", requester="rita"))
+        assert mine.status_code == 201, mine.text
+        with cluster.operator():
+            approved_condition(cluster, "tls", "Pending")
+            body = {
+                "apiVersion": "precedent.dev/v1alpha1",
+                "kind": "RemediationApproval",
+                "metadata": {"name": "ok", "namespace": "default"},
+                "spec": {
+                    "requestRef": {"name": "tls"},
+                    "decision": "approve",
+                    "reason": "window open",
+                    "approver": "rita",
+                    "accessLevel": "WRITE",
+                },
+            }
+            # The requester has no create on approvals; an approver cannot pose as another.
+            assert rita.post(f"{base}/remediationapprovals", json=body).status_code == 403
+            posing = alice.post(f"{base}/remediationapprovals", json=body)
+            assert posing.status_code in (403, 422)
+            assert "precedent-approver-is-the-user" in posing.json()["message"]
+            body["spec"]["approver"] = "alice"
+            assert alice.post(f"{base}/remediationapprovals", json=body).status_code == 201
+            answer = approved_condition(cluster, "tls", "Approved")
+        assert answer["status"]["policy"]["approval"]["by"] == "alice"
+        status = rita.patch(
+            f"{base}/remediationrequests/tls/status",
+            json={"status": {"risk": {"decision": "Approved"}}},
+            headers={"Content-Type": "application/merge-patch+json"},
+        )
+        assert status.status_code == 403
+    with _as(cluster, "bob-token") as bob:
+        assert bob.get(f"{base}/remediationrequests").status_code == 403
