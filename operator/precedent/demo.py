@@ -182,6 +182,7 @@ def demo_command(data_dir: Path, crds_dir: Path | None, show: str, timeout: floa
                 click.echo(table_rows(table, namespace_column=True))
                 _show_status(client, requests, show)
                 _report_outcome(client, requests, timeout)
+                _approve_escalated(client, kubeconfig, requests, timeout)
             finally:
                 _stop(operator)
     click.echo("\nstopped the operator and the sandbox")
@@ -241,6 +242,50 @@ def _report_outcome(
     click.echo(
         f"new Incident {handled['incident']}: {spec.get('title')} "
         f"({spec.get('severity')}, {spec.get('outcome')})"
+    )
+
+
+APPROVAL_REQUEST = "update-config-sql-prod"
+
+
+def _approve_escalated(
+    client: httpx.Client,
+    kubeconfig: Path,
+    requests: list[tuple[str, str | None, str]],
+    timeout: float,
+) -> None:
+    """The approval workflow: a human approves an Escalated request with the kubectl plugin."""
+    target = next(((ns, n) for _, ns, n in requests if n == APPROVAL_REQUEST), None)
+    if target is None:
+        return
+    namespace, name = target
+    reason = "change window CHG-2231; the reporting clients were upgraded to TLS 1.2"
+    args = ["approve", f"rr/{name}", "-n", str(namespace), "--reason", reason]
+    click.echo(f"\n$ kubectl precedent {' '.join(args[:4])} --reason {reason!r}")
+    plugin = subprocess.run(
+        [sys.executable, "-c", "from precedent.plugin import main; main()", *args],
+        env={**os.environ, "KUBECONFIG": str(kubeconfig)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    click.echo((plugin.stdout + plugin.stderr).rstrip())
+    if plugin.returncode != 0:
+        raise click.ClickException(f"approving {name} failed")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        obj = client.get(object_path("RemediationRequest", namespace, name)).json()
+        if _conditions(obj).get("Approved") == "True":
+            break
+        time.sleep(0.2)
+    else:
+        raise click.ClickException(f"{name} was not approved in {timeout:.0f} s")
+    approval = ((obj.get("status") or {}).get("policy") or {}).get("approval") or {}
+    click.echo(
+        f"$ kubectl wait --for=condition=Approved rr/{name} -n {namespace}\n"
+        f"remediationrequest.precedent.dev/{name} condition met "
+        f"(decision {obj['status']['risk']['decision']}, approved by {approval.get('by')})"
     )
 
 

@@ -14,7 +14,7 @@ from precedent.core.memory_query import MemoryQuery, VectorField, incident_docum
 from precedent.core.ports import MemoryFailure
 from precedent.models import Incident
 from tests.memory_double import FakeMemoryClient, RecordedConnection
-from tests.unit.test_memory_query import SEED_REQUEST, SEED_RESPONSE
+from tests.core.test_memory_query import SEED_REQUEST, SEED_RESPONSE
 
 SECRET = "s3cr3t-api-key"
 QUERY = MemoryQuery("Lambda timeout error", "lambda", size=20)
