@@ -28,18 +28,18 @@ def test_approve_explain_and_outcome(cluster: Cluster) -> None:
         code, out, err = plugin("approve", "rr/tls", "--reason", "window open")
         assert code == 0, err
         # The sandbox serves no SelfSubjectReview: the approver is the kubeconfig's user.
-        assert "approve rr/tls as precedent-sandbox" in out
+        assert "approve rr/tls as system:admin" in out
         answer = approved_condition(cluster, "tls", "Approved")
         code, out, err = plugin("explain", "rr/tls")
         assert code == 0, err
-        assert "approval Approved by precedent-sandbox" in out
+        assert "approval Approved by system:admin" in out
         assert "- Accepted (Approved:" in out
         code, out, err = plugin("outcome", "rr/tls", "--result", "failed", "--message", "boom")
         assert code == 0, err
         handled = eventually(
             lambda: (o := cluster.get_request("tls"))["status"].get("outcome") and o
         )
-    assert answer["status"]["policy"]["approval"]["by"] == "precedent-sandbox"
+    assert answer["status"]["policy"]["approval"]["by"] == "system:admin"
     assert handled["spec"]["outcome"]["result"] == "failed"
     assert condition(handled, "Approved")["status"] == "True"  # type: ignore[index]
 
