@@ -128,7 +128,9 @@ def test_dashboard_and_alerts_against_the_real_operator(cluster: Cluster, tmp_pa
         }
         # Prometheus scrapes before and between two rounds of the same requests: a series'
         # first sample is its starting point, so rate() and increase() see the second round.
-        eventually(lambda: query(prom, 'up{job="precedent-metrics"} == 1'), timeout=30)
+        # Prometheus answers 503 until it has loaded its TSDB and rules: wait for /-/ready.
+        eventually(lambda: prom.get("/-/ready").status_code == 200, timeout=60)
+        eventually(lambda: query(prom, 'up{job="precedent-metrics"} == 1'), timeout=60)
         again = [copy.deepcopy(b) for b in requests]
         for body in again:
             body["metadata"]["name"] += "-again"
