@@ -13,8 +13,8 @@ from precedent.adapters.memory_opensearch import OpenSearchMemory, build_client
 from precedent.core.memory_query import MemoryQuery, VectorField, incident_document
 from precedent.core.ports import MemoryFailure
 from precedent.models import Incident
-from tests.memory_double import FakeMemoryClient, RecordedConnection
 from tests.core.test_memory_query import SEED_REQUEST, SEED_RESPONSE
+from tests.memory_double import FakeMemoryClient, RecordedConnection
 
 SECRET = "s3cr3t-api-key"
 QUERY = MemoryQuery("Lambda timeout error", "lambda", size=20)
