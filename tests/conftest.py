@@ -9,7 +9,7 @@ import pytest
 from precedent.adapters.evaluation import load_history_jsonl
 from precedent.adapters.loader import load_incidents
 from precedent.adapters.model_files import verify_model_files
-from precedent.core.history import History
+from precedent.core.snapshot import History
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"

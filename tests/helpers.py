@@ -9,9 +9,9 @@ from typing import Any
 
 from precedent.adapters.catalog_local import LocalPlaybookCatalog
 from precedent.core.historical import RiskModelName, SimilarityMode
-from precedent.core.history import History
 from precedent.core.policy import PolicyEngine
 from precedent.core.ports import SemanticNeighbours
+from precedent.core.snapshot import History
 from precedent.models import Assessment, RemediationRequestSpec
 from precedent.services import AssessmentService, AssessmentSettings, HistoryStore
 

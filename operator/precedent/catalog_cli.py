@@ -17,7 +17,7 @@ from precedent.core.playbooks import PlaybookQuery, ScoredPlaybook, parse_label
 from precedent.errors import PrecedentError
 from precedent.models import PlaybookSelection
 from precedent.output import fail, format_table, settings_or_fail
-from precedent.services import PlaybookSelector, SelectionOutcome
+from precedent.services import PlaybookChoice, PlaybookSelector
 from precedent.settings import DEFAULT_CATALOG_PATH
 from precedent.wiring import build_embedder, build_selector, build_service
 
@@ -148,7 +148,7 @@ def _components(candidate: ScoredPlaybook) -> dict[str, float]:
     )
 
 
-def _outcome_document(outcome: SelectionOutcome) -> dict[str, Any]:
+def _outcome_document(outcome: PlaybookChoice) -> dict[str, Any]:
     answer = outcome.answer
     decision = outcome.decision
     return {
@@ -176,7 +176,7 @@ def _outcome_document(outcome: SelectionOutcome) -> dict[str, Any]:
     }
 
 
-def _outcome_table(outcome: SelectionOutcome) -> str:
+def _outcome_table(outcome: PlaybookChoice) -> str:
     rows = []
     for c in outcome.answer.candidates if outcome.answer else ():
         p = c.parts
@@ -240,7 +240,7 @@ def query(
         fail(str(exc))
         return
 
-    async def ask(s: PlaybookSelector) -> SelectionOutcome:
+    async def ask(s: PlaybookSelector) -> PlaybookChoice:
         async with s:
             return await s.select_query(q)
 

@@ -28,8 +28,8 @@ __all__ = [
     "Decision",
     "EngineInfo",
     "Incident",
+    "IncidentOutcome",
     "IncidentResource",
-    "Outcome",
     "Playbook",
     "PlaybookHistory",
     "PlaybookSelection",
@@ -96,7 +96,7 @@ class Severity(StrEnum):
     LOW = "low"
 
 
-class Outcome(StrEnum):
+class IncidentOutcome(StrEnum):
     """How a past incident ended (seed 001's resolution status)."""
 
     RESOLVED = "resolved"
@@ -171,7 +171,7 @@ class RanPlaybook(WireModel):
 
 
 class RequestOutcome(WireModel):
-    """``spec.outcome``: set once, after the action ran (not an incident's :class:`Outcome`)."""
+    """``spec.outcome``: set once, after the action ran (an incident's is IncidentOutcome)."""
 
     result: RequestOutcomeResult = Field(description="succeeded, failed or partial.")
     playbook: RanPlaybook | None = Field(default=None, description="The playbook that ran.")
@@ -242,7 +242,7 @@ class Incident(WireModel):
     resource: IncidentResource | None = Field(default=None, description="Affected resource.")
     severity: Severity = Field(default=Severity.MEDIUM, description="critical/high/medium/low.")
     tags: list[str] = Field(default_factory=list, max_length=64, description="Free tags.")
-    outcome: Outcome = Field(default=Outcome.UNKNOWN, description="How it ended.")
+    outcome: IncidentOutcome = Field(default=IncidentOutcome.UNKNOWN, description="How it ended.")
     root_cause: str = Field(default="", max_length=4096, description="Root cause summary.")
     resolution: str = Field(default="", max_length=4096, description="How it was resolved.")
     recommended_procedure: str = Field(
@@ -371,7 +371,7 @@ class SimilarIncident(WireModel):
     relevance: float | None = Field(
         default=None, description="Ranking score for people (hybrid + rerank), 0–1."
     )
-    outcome: Outcome = Field(default=Outcome.UNKNOWN, description="How it ended.")
+    outcome: IncidentOutcome = Field(default=IncidentOutcome.UNKNOWN, description="How it ended.")
     source: Literal["memory", "cluster", "bundled"] | None = Field(
         default=None,
         description="Where it came from: the fleet memory, this cluster's Incident objects, "

@@ -16,8 +16,8 @@ import click
 from precedent.adapters.evaluation import load_history_jsonl, load_queries_jsonl, text_query
 from precedent.adapters.loader import load_labelled_requests
 from precedent.core.historical import SimilarityMode
-from precedent.core.history import History
 from precedent.core.risk_evaluation import format_confusion
+from precedent.core.snapshot import History
 from precedent.errors import PrecedentError
 from precedent.models import SimilarIncident
 from precedent.output import fail, format_table, run_async, settings_or_fail

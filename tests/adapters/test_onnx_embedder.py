@@ -12,7 +12,7 @@ import pytest
 from precedent.adapters.model_files import MINILM_FILES, verify_model_files
 from precedent.adapters.onnx_embedder import OnnxEmbedder
 from precedent.adapters.vector_neighbours import VectorNeighbours
-from precedent.core.history import History
+from precedent.core.snapshot import History
 from precedent.errors import DependencyError
 from precedent.models import RemediationRequestSpec
 from tests.helpers import scorer

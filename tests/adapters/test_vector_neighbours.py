@@ -12,8 +12,8 @@ import pytest
 
 from precedent.adapters.vector_neighbours import VectorNeighbours
 from precedent.core.embedding import LexicalEmbedder
-from precedent.core.history import History
 from precedent.core.normalize import normalize_request
+from precedent.core.snapshot import History
 from precedent.models import Incident, RemediationRequestSpec, Severity
 from precedent.settings import Settings
 from precedent.wiring import build_embedder, build_neighbours

@@ -17,8 +17,8 @@ import numpy as np
 from precedent.adapters.vector_neighbours import VectorNeighbours
 from precedent.core.embedding import LexicalEmbedder
 from precedent.core.historical import RiskModelName, SimilarityMode, evaluate_history
-from precedent.core.history import History
 from precedent.core.normalize import normalize_request
+from precedent.core.snapshot import History
 from precedent.models import RemediationRequestSpec
 from tests.bench.synthetic import incidents, titles
 

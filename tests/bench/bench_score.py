@@ -12,7 +12,7 @@ import numpy as np
 
 from precedent.adapters.vector_neighbours import VectorNeighbours
 from precedent.core.embedding import LexicalEmbedder
-from precedent.core.history import History
+from precedent.core.snapshot import History
 from precedent.models import RemediationRequestSpec
 from tests.bench.synthetic import incidents, titles
 from tests.helpers import scorer

@@ -19,7 +19,7 @@ from precedent.core.memory_query import (
     topology_hints,
     vector_field_of,
 )
-from precedent.models import Incident, Outcome
+from precedent.models import Incident, IncidentOutcome
 
 # Seed 001's "Request Format", verbatim.
 SEED_REQUEST = {
@@ -121,7 +121,7 @@ def test_the_seed_response_parses_into_an_incident() -> None:
     assert (incident.resource.type, incident.resource.name) == ("lambda", "payment-processor")
     assert incident.root_cause == "Lambda timeout due to cold start"
     assert incident.recommended_procedure == "Increase memory allocation"
-    assert incident.outcome is Outcome.RESOLVED
+    assert incident.outcome is IncidentOutcome.RESOLVED
     assert incident.quality_score == 0.85
     assert incident.occurred_at == datetime(2025, 1, 15, 10, 30, tzinfo=UTC)
     assert "timeout" in incident.tags

@@ -20,7 +20,7 @@ from precedent.core.outcomes import (
     severity_of_request,
 )
 from precedent.models import (
-    Outcome,
+    IncidentOutcome,
     PlaybookHistory,
     RemediationRequestSpec,
     RequestOutcomeResult,
@@ -168,7 +168,7 @@ def test_a_failed_outcome_becomes_an_unresolved_incident_with_the_request_contex
         "restart_service on Deployments/payment-api failed: "
         "Pods restarted but the consumer deadlocked again"
     )
-    assert incident.outcome is Outcome.UNRESOLVED
+    assert incident.outcome is IncidentOutcome.UNRESOLVED
     assert incident.severity is Severity.CRITICAL
     assert incident.occurred_at == datetime(2026, 3, 2, 10, 15, tzinfo=UTC)
     assert incident.resource is not None
@@ -182,7 +182,7 @@ def test_a_partial_outcome_is_a_partial_incident_at_now_and_success_makes_none()
     partial = spec(outcome={"result": "partial"})
     made = incident_from_outcome(partial, namespace="ns", name="r", uid=UID, now=NOW)
     assert made is not None
-    assert made[1].outcome is Outcome.PARTIAL
+    assert made[1].outcome is IncidentOutcome.PARTIAL
     assert made[1].occurred_at == NOW
     assert made[1].severity is Severity.MEDIUM
     succeeded = spec(outcome={"result": "succeeded"})

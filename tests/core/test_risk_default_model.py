@@ -12,9 +12,9 @@ from precedent.adapters.loader import load_incidents, load_labelled_requests, lo
 from precedent.adapters.vector_neighbours import VectorNeighbours
 from precedent.core.embedding import LexicalEmbedder
 from precedent.core.historical import HistoricalResult, SimilarityMode, evaluate_history
-from precedent.core.history import History
 from precedent.core.normalize import ProposedAction, normalize_request
-from precedent.core.risk_evaluation import BandOutcome, evaluate_bands
+from precedent.core.risk_evaluation import BandResult, evaluate_bands
+from precedent.core.snapshot import History
 from precedent.models import Band, Decision, RemediationRequestSpec
 from precedent.settings import Settings
 from precedent.wiring import build_embedder, build_neighbours
@@ -167,7 +167,7 @@ def test_labelled_set_agreement(history: History, neighbours: VectorNeighbours) 
         for item in labelled:
             result = assess(history, item.request.spec, "hybrid", neighbours, risk_model=model)
             outcomes.append(
-                BandOutcome(
+                BandResult(
                     item.request.name, item.expected_band, result.risk.band, result.risk.score
                 )
             )

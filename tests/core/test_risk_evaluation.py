@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from precedent.adapters.loader import load_labelled_requests
-from precedent.core.risk_evaluation import BandOutcome, evaluate_bands, format_confusion
+from precedent.core.risk_evaluation import BandResult, evaluate_bands, format_confusion
 from precedent.errors import LoadError
 from precedent.models import Band, Decision
 
@@ -16,10 +16,10 @@ LOW, MEDIUM, HIGH = Band.LOW, Band.MEDIUM, Band.HIGH
 
 def test_counts_accuracy_confusion_and_misses() -> None:
     outcomes = [
-        BandOutcome("a", HIGH, HIGH, 90.0),
-        BandOutcome("b", HIGH, LOW, 10.0, reasoning="nothing matched"),
-        BandOutcome("c", LOW, MEDIUM, 30.0),
-        BandOutcome("d", MEDIUM, MEDIUM, 40.0),
+        BandResult("a", HIGH, HIGH, 90.0),
+        BandResult("b", HIGH, LOW, 10.0, reasoning="nothing matched"),
+        BandResult("c", LOW, MEDIUM, 30.0),
+        BandResult("d", MEDIUM, MEDIUM, 40.0),
     ]
     evaluation = evaluate_bands(outcomes)
     assert (evaluation.total, evaluation.correct) == (4, 2)

@@ -15,11 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from precedent.core.historical import HistoricalResult, SimilarityMode, evaluate_history
-from precedent.core.history import History
 from precedent.core.normalize import ACTION_KEYWORDS, ProposedAction
 from precedent.core.risk import band_for
 from precedent.core.risk_model import OutcomeEvidence, OutcomeRecord
-from precedent.models import Incident, IncidentResource, Outcome, Severity
+from precedent.core.snapshot import History
+from precedent.models import Incident, IncidentOutcome, IncidentResource, Severity
 
 ACTIONS = ["restart_service", "scale_down", "rollback", "drain_node", "frobnicate"]
 NAMES = ["payment-api", "checkout", "ledger", "node-1"]
@@ -44,7 +44,7 @@ def incidents(draw: st.DrawFn, prefix: str = "INC") -> Incident:
         ),
         severity=draw(st.sampled_from(list(Severity))),
         tags=draw(st.lists(st.sampled_from(TAGS), max_size=3, unique=True)),
-        outcome=draw(st.sampled_from(list(Outcome))),
+        outcome=draw(st.sampled_from(list(IncidentOutcome))),
         occurred_at=NOW - timedelta(days=draw(st.integers(0, 2000))),
         environment=draw(st.sampled_from(ENVIRONMENTS)),
         namespace=draw(st.sampled_from(NAMESPACES)),
@@ -166,7 +166,7 @@ def type_and_tag_matches(action: ProposedAction, count: int, severity: Severity)
             resource=IncidentResource(type=action.resource_type, name=f"other-{n}"),
             severity=severity,
             tags=[tag],
-            outcome=Outcome.UNRESOLVED,
+            outcome=IncidentOutcome.UNRESOLVED,
             occurred_at=NOW,
             environment=action.environment,
             namespace=action.namespace,
@@ -268,8 +268,8 @@ def test_same_environment_weighs_most(incident: Incident, action: ProposedAction
 def test_unresolved_and_recurring_weigh_more_and_recent_more_than_old(
     incident: Incident, action: ProposedAction
 ) -> None:
-    resolved = incident.model_copy(update={"outcome": Outcome.RESOLVED})
-    for worse in (Outcome.PARTIAL, Outcome.UNRESOLVED):
+    resolved = incident.model_copy(update={"outcome": IncidentOutcome.RESOLVED})
+    for worse in (IncidentOutcome.PARTIAL, IncidentOutcome.UNRESOLVED):
         assert single(incident.model_copy(update={"outcome": worse}), action) >= single(
             resolved, action
         )
@@ -298,7 +298,7 @@ def test_context_strictly_changes_an_uncapped_precedent() -> None:
         resource=IncidentResource(type="Deployment", name="checkout"),
         severity=Severity.MEDIUM,
         tags=["restart"],
-        outcome=Outcome.RESOLVED,
+        outcome=IncidentOutcome.RESOLVED,
         occurred_at=NOW - timedelta(days=400),
         environment="staging",
         namespace="shop",
@@ -306,7 +306,7 @@ def test_context_strictly_changes_an_uncapped_precedent() -> None:
     s = single(base, action)
     assert single(base.model_copy(update={"environment": "production"}), action) < s
     assert single(base.model_copy(update={"namespace": "payments"}), action) < s
-    assert single(base.model_copy(update={"outcome": Outcome.UNRESOLVED}), action) > s
+    assert single(base.model_copy(update={"outcome": IncidentOutcome.UNRESOLVED}), action) > s
     assert single(base.model_copy(update={"occurred_at": NOW}), action) > s
     other = base.model_copy(update={"resource": IncidentResource(type="Deployment", name="x")})
     assert single(other, action) < s
@@ -361,7 +361,7 @@ def test_many_successes_lower_and_recent_failures_raise_a_real_score() -> None:
         resource=IncidentResource(type="Deployment", name="ledger"),
         severity=Severity.HIGH,
         tags=["restart"],
-        outcome=Outcome.RESOLVED,
+        outcome=IncidentOutcome.RESOLVED,
     )
     history = History([incident])
     plain = score(history, action).risk.score

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from precedent.core.embedding import LexicalEmbedder, TfidfEmbedder, tokenize
-from precedent.core.evaluation import QueryOutcome, average_precision, summarize
+from precedent.core.evaluation import QueryResult, average_precision, summarize
 from precedent.core.semantic import (
     SemanticCalibration,
     calibration_for,
@@ -73,14 +73,14 @@ def test_tfidf_baseline() -> None:
 
 def test_metrics_by_hand() -> None:
     ranking = ["x", "a", "y", "b"]
-    outcome = QueryOutcome.of(ranking, {"a", "b", "c"})
+    outcome = QueryResult.of(ranking, {"a", "b", "c"})
     assert outcome.reciprocal_rank == pytest.approx(0.5)
     assert not outcome.hit_at_1
     assert outcome.hit_at_5
     # precision@2 = 1/2, precision@4 = 2/4, over min(3, 10)
     assert outcome.average_precision == pytest.approx((0.5 + 0.5) / 3)
     assert average_precision(["a"] * 0 + [str(i) for i in range(20)], {"15"}) == 0.0
-    missed = QueryOutcome.of(["x"], {"a"})
+    missed = QueryResult.of(["x"], {"a"})
     summary = summarize([outcome, missed])
     assert summary.mrr == pytest.approx(0.25)
     assert summary.as_dict() == {

@@ -10,9 +10,9 @@ import pytest
 from precedent.adapters.loader import load_incidents
 from precedent.adapters.vector_neighbours import VectorNeighbours
 from precedent.core.embedding import Bm25, DocumentFrequencies, LexicalEmbedder
-from precedent.core.history import History
 from precedent.core.normalize import normalize_request
 from precedent.core.semantic import incident_text
+from precedent.core.snapshot import History
 from precedent.core.vocabulary import concepts
 from precedent.models import RemediationRequestSpec
 from tests.conftest import SEED_INCIDENTS

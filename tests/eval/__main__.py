@@ -32,9 +32,9 @@ import numpy as np
 from precedent.adapters.evaluation import EvalQuery, load_history_jsonl, load_queries_jsonl
 from precedent.adapters.model_files import verify_model_files
 from precedent.core.embedding import Bm25
-from precedent.core.evaluation import QueryOutcome
-from precedent.core.history import History
+from precedent.core.evaluation import QueryResult
 from precedent.core.semantic import incident_text, reciprocal_rank_fusion
+from precedent.core.snapshot import History
 from precedent.services import AssessmentService
 from precedent.services.evaluation import rank_for_query
 from precedent.settings import Settings
@@ -55,7 +55,7 @@ class Row:
 
     method: str
     mode: str
-    outcomes: list[QueryOutcome]
+    outcomes: list[QueryResult]
 
 
 def labelled_sets() -> list[tuple[str, Path, Path]]:
@@ -128,7 +128,7 @@ def rows_for(
             ("rrf(lexical, onnx)", "semantic", rrf_ranker(semantic["lexical"], semantic["onnx"]))
         )
     return [
-        Row(name, mode, [QueryOutcome.of(rank(q), q.relevant) for q in queries])
+        Row(name, mode, [QueryResult.of(rank(q), q.relevant) for q in queries])
         for name, mode, rank in rankers
     ]
 
@@ -137,7 +137,7 @@ def _service_ranker(service: AssessmentService) -> Ranker:
     return lambda q: rank_for_query(service, q)
 
 
-def per_query(outcomes: Sequence[QueryOutcome]) -> np.ndarray:
+def per_query(outcomes: Sequence[QueryResult]) -> np.ndarray:
     """Matrix queries × (RR, hit@1, hit@5, AP@10)."""
     return np.array(
         [[o.reciprocal_rank, o.hit_at_1, o.hit_at_5, o.average_precision] for o in outcomes],

@@ -17,7 +17,7 @@ from precedent.models import (
     Band,
     Decision,
     EngineInfo,
-    Outcome,
+    IncidentOutcome,
     PlaybookSelection,
     PolicyApproval,
     PolicyResult,
@@ -79,7 +79,7 @@ def full_assessment() -> Assessment:
                 similarity=1.0,
                 parts=parts,
                 relevance=0.93,
-                outcome=Outcome.RESOLVED,
+                outcome=IncidentOutcome.RESOLVED,
             )
         ],
         similar_count=3,

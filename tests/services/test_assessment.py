@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from precedent.core.history import History
+from precedent.core.snapshot import History
 from precedent.errors import InputError
 from precedent.models import Decision
 from precedent.services import AssessmentService, HistoryStore, StatusUpdate

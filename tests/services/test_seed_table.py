@@ -8,7 +8,7 @@ import pytest
 from precedent.adapters.loader import load_incidents
 from precedent.adapters.vector_neighbours import VectorNeighbours
 from precedent.core.embedding import LexicalEmbedder
-from precedent.core.history import History
+from precedent.core.snapshot import History
 from precedent.models import Band, Decision, RemediationRequestSpec
 from tests.conftest import BUNDLED_INCIDENTS
 from tests.helpers import scorer

@@ -24,8 +24,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from precedent.adapters.bounded import parse_json, read_text
-from precedent.core.history import History
 from precedent.core.normalize import ProposedAction, normalize_request
+from precedent.core.snapshot import History
 from precedent.errors import InputError, describe_validation
 from precedent.models import Incident, RemediationRequestSpec
 

@@ -147,19 +147,6 @@ class FaissIncidentIndex:
                 break
         return found
 
-    def search_many(
-        self, vectors: npt.NDArray[np.float32], k: int
-    ) -> tuple[npt.NDArray[np.float32], list[list[str]]]:
-        """Batch search with every core: scores and ids, one row per query."""
-        query = _as_matrix(vectors, self._dimension)
-        fetch = min(len(self), k)
-        if fetch < 1:
-            return np.zeros((len(query), 0), dtype=np.float32), [[] for _ in query]
-        with _threads(os.cpu_count() or 1):
-            scores, labels = self._index.search(query, fetch)
-        ids = [[self._id_of[int(x)] for x in row if x >= 0] for row in labels]
-        return scores, ids
-
     def stats(self) -> IndexStats:
         """Vectors, dimension, kind and per-domain counts (no domain counts as ``""``)."""
         domains = Counter(d or "" for d in self._domain_of.values())

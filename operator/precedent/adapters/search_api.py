@@ -33,10 +33,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from precedent.adapters.problems import ProblemError
 from precedent.adapters.vector_neighbours import VectorNeighbours
 from precedent.core.historical import HistoricalResult
-from precedent.core.history import History
 from precedent.core.normalize import ProposedAction, normalize_request
 from precedent.core.ports import SemanticNeighbours
 from precedent.core.ranking import RankingWeights, rank_score
+from precedent.core.snapshot import History
 from precedent.errors import describe_validation
 from precedent.models import RemediationRequestSpec, Severity
 

@@ -23,7 +23,6 @@ from pathlib import Path
 from precedent.adapters.faiss_index import FaissIncidentIndex
 from precedent.core import semantic
 from precedent.core.embedding import Bm25Match, DocumentFrequencies, LexicalEmbedder
-from precedent.core.history import History
 from precedent.core.normalize import ProposedAction
 from precedent.core.ports import Embedder, IndexStats
 from precedent.core.semantic import (
@@ -34,6 +33,7 @@ from precedent.core.semantic import (
     incident_text,
     request_text,
 )
+from precedent.core.snapshot import History
 from precedent.errors import DependencyError
 from precedent.models import Incident
 

@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["QueryOutcome", "RetrievalMetrics", "average_precision", "summarize"]
+__all__ = ["QueryResult", "RetrievalMetrics", "average_precision", "summarize"]
 
 MAP_DEPTH = 10
 
 
 @dataclass(frozen=True, slots=True)
-class QueryOutcome:
+class QueryResult:
     """One query's reciprocal rank, hits and AP@10."""
 
     reciprocal_rank: float
@@ -29,7 +29,7 @@ class QueryOutcome:
     average_precision: float
 
     @classmethod
-    def of(cls, ranking: Sequence[str], relevant: Collection[str]) -> QueryOutcome:
+    def of(cls, ranking: Sequence[str], relevant: Collection[str]) -> QueryResult:
         """Score one ranking against its relevant ids."""
         first = next((i for i, key in enumerate(ranking) if key in relevant), None)
         return cls(
@@ -75,7 +75,7 @@ class RetrievalMetrics:
         }
 
 
-def summarize(outcomes: Iterable[QueryOutcome]) -> RetrievalMetrics:
+def summarize(outcomes: Iterable[QueryResult]) -> RetrievalMetrics:
     """Average the per-query outcomes (all zeros for no queries)."""
     items = list(outcomes)
     n = len(items)

@@ -20,12 +20,12 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from precedent.core.history import History
 from precedent.core.normalize import ProposedAction
 from precedent.core.ranking import RankingWeights, rank_score
 from precedent.core.risk import band_for, decision_for, sri_score_weighted
 from precedent.core.risk_model import OutcomeEvidence, RiskModelWeights, score_precedents
 from precedent.core.similarity import SIMILARITY_THRESHOLD, RuleParts, RuleScores
+from precedent.core.snapshot import History
 from precedent.models import (
     Incident,
     RiskAssessment,

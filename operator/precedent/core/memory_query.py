@@ -36,8 +36,8 @@ from precedent.core.normalize import canonical_resource_type
 from precedent.core.ranking import RankingWeights, rank_score
 from precedent.models import (
     Incident,
+    IncidentOutcome,
     IncidentResource,
-    Outcome,
     Severity,
     TopologyEdge,
     TopologyHints,
@@ -184,7 +184,7 @@ class ParsedHits:
     """Why each malformed hit was left out (``hit 2: created_at: …``)."""
 
 
-_OUTCOMES = {o.value for o in Outcome}
+_OUTCOMES = {o.value for o in IncidentOutcome}
 _SEVERITIES = {s.value for s in Severity}
 
 

@@ -28,8 +28,8 @@ from precedent.core.risk_model import OutcomeEvidence
 from precedent.core.risk_model import OutcomeRecord as OutcomeRecord_
 from precedent.models import (
     Incident,
+    IncidentOutcome,
     IncidentResource,
-    Outcome,
     PlaybookHistory,
     RemediationRequestSpec,
     RequestOutcomeResult,
@@ -247,9 +247,9 @@ def incident_from_outcome(
         resource=IncidentResource(type=proposed.resource_type, name=proposed.resource_name),
         severity=severity_of_request(spec),
         tags=[_shorten(t, 253) for t in tags],
-        outcome=Outcome.UNRESOLVED
+        outcome=IncidentOutcome.UNRESOLVED
         if outcome.result is RequestOutcomeResult.FAILED
-        else Outcome.PARTIAL,
+        else IncidentOutcome.PARTIAL,
         occurred_at=outcome.finished_at or now,
         domain=spec.domain,
     )

@@ -9,9 +9,9 @@ from typing import Any, Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
-from precedent.core.history import History
 from precedent.core.memory_query import MemoryQuery, ParsedHits, VectorField
 from precedent.core.normalize import ProposedAction
+from precedent.core.snapshot import History
 from precedent.models import Alternative, PlaybookSelection, Recommendation
 
 __all__ = [

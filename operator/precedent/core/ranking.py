@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from precedent.models import Incident, Outcome, Severity
+from precedent.models import Incident, IncidentOutcome, Severity
 
 __all__ = ["DEFAULT_PRIORITY_WEIGHTS", "RankedScore", "RankingWeights", "rank_score"]
 
@@ -87,9 +87,9 @@ def _boost(
         and incident.resource.name.strip().lower() == resource_name.strip().lower()
     ):
         boost *= w.exact_name_boost
-    if incident.outcome is Outcome.RESOLVED:
+    if incident.outcome is IncidentOutcome.RESOLVED:
         boost *= w.resolved_boost
-    elif incident.outcome is Outcome.PARTIAL:
+    elif incident.outcome is IncidentOutcome.PARTIAL:
         boost *= w.partial_boost
     boost *= w.quality_floor + (1.0 - w.quality_floor) * incident.quality_score
     if now is not None and incident.occurred_at is not None:

@@ -1,6 +1,6 @@
 """How well a risk model's bands agree with a labelled set: accuracy, confusion, misses.
 
-Pure: the caller scores each labelled request and hands over ``BandOutcome`` values; this module
+Pure: the caller scores each labelled request and hands over ``BandResult`` values; this module
 only counts. ``within_one`` counts answers at most one band away (low↔medium, medium↔high), the
 tolerance a reviewer gives a borderline label; ``under`` counts answers below the label (the
 dangerous direction: a high-risk request approved).
@@ -13,14 +13,14 @@ from dataclasses import dataclass
 
 from precedent.models import Band
 
-__all__ = ["BAND_ORDER", "BandOutcome", "RiskEvaluation", "evaluate_bands", "format_confusion"]
+__all__ = ["BAND_ORDER", "BandResult", "RiskEvaluation", "evaluate_bands", "format_confusion"]
 
 BAND_ORDER: tuple[Band, ...] = (Band.LOW, Band.MEDIUM, Band.HIGH)
 _RANK = {band: i for i, band in enumerate(BAND_ORDER)}
 
 
 @dataclass(frozen=True, slots=True)
-class BandOutcome:
+class BandResult:
     """One labelled request: the band expected, the band given and why."""
 
     name: str
@@ -51,7 +51,7 @@ class RiskEvaluation:
     """Requests given a lower band than expected."""
     confusion: dict[Band, dict[Band, int]]
     """confusion[expected][predicted] = count."""
-    misses: list[BandOutcome]
+    misses: list[BandResult]
     """Every request not given its expected band, in input order."""
 
     @property
@@ -60,7 +60,7 @@ class RiskEvaluation:
         return self.correct / self.total if self.total else 0.0
 
 
-def evaluate_bands(outcomes: Iterable[BandOutcome]) -> RiskEvaluation:
+def evaluate_bands(outcomes: Iterable[BandResult]) -> RiskEvaluation:
     """Count agreement, the confusion matrix and the misses."""
     confusion = {e: dict.fromkeys(BAND_ORDER, 0) for e in BAND_ORDER}
     total = correct = within = under = 0

@@ -40,7 +40,7 @@ import numpy as np
 import numpy.typing as npt
 
 from precedent.core.normalize import ACTION_KEYWORDS, ProposedAction, canonical_resource_type
-from precedent.models import Incident, Outcome, RiskFactor
+from precedent.models import Incident, IncidentOutcome, RiskFactor
 
 __all__ = [
     "ENVIRONMENT_FACTORS",
@@ -250,7 +250,10 @@ class IncidentContext:
             [self._namespaces.code(i.namespace) for i in incidents], dtype=np.int32
         )
         self.cluster = np.array([self._clusters.code(i.cluster) for i in incidents], dtype=np.int32)
-        by_outcome = {Outcome.UNRESOLVED: weights.unresolved, Outcome.PARTIAL: weights.partial}
+        by_outcome = {
+            IncidentOutcome.UNRESOLVED: weights.unresolved,
+            IncidentOutcome.PARTIAL: weights.partial,
+        }
         self.outcome: FloatArray = np.array(
             [by_outcome.get(i.outcome, 1.0) for i in incidents], dtype=np.float64
         )

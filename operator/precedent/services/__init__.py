@@ -11,7 +11,7 @@ from precedent.services.assessment import (
 )
 from precedent.services.history import HistoryStore
 from precedent.services.outcomes import OutcomeLedger, OutcomeService
-from precedent.services.selection import PlaybookSelector, SelectionOutcome
+from precedent.services.selection import PlaybookChoice, PlaybookSelector
 from precedent.services.status import EventNote, StatusUpdate
 
 __all__ = [
@@ -22,8 +22,8 @@ __all__ = [
     "NormalizedRequest",
     "OutcomeLedger",
     "OutcomeService",
+    "PlaybookChoice",
     "PlaybookSelector",
-    "SelectionOutcome",
     "StatusUpdate",
     "parse_request_spec",
 ]

@@ -36,7 +36,6 @@ from precedent.core.historical import (
     SimilarityMode,
     evaluate_history,
 )
-from precedent.core.history import History
 from precedent.core.normalize import ProposedAction, TargetMismatch, normalize_request
 from precedent.core.playbooks import PlaybookQuery, SuccessPrior, historical_success
 from precedent.core.policy import PolicyEngine
@@ -44,6 +43,7 @@ from precedent.core.ports import PlaybookDecision, SemanticNeighbours
 from precedent.core.ranking import RankingWeights
 from precedent.core.risk_model import OutcomeEvidence
 from precedent.core.similarity import SIMILARITY_THRESHOLD
+from precedent.core.snapshot import History
 from precedent.errors import DependencyError, InputError, describe_validation
 from precedent.models import (
     Assessment,

@@ -11,8 +11,8 @@ from datetime import datetime
 
 from precedent.adapters.evaluation import EvalQuery
 from precedent.adapters.loader import LabelledRequest
-from precedent.core.evaluation import QueryOutcome, RetrievalMetrics, summarize
-from precedent.core.risk_evaluation import BandOutcome, RiskEvaluation, evaluate_bands
+from precedent.core.evaluation import QueryResult, RetrievalMetrics, summarize
+from precedent.core.risk_evaluation import BandResult, RiskEvaluation, evaluate_bands
 from precedent.services.assessment import AssessmentService
 
 __all__ = ["EVAL_DEPTH", "evaluate_risk", "rank_for_query", "run_evaluation"]
@@ -39,7 +39,7 @@ def rank_for_query(
 
 def run_evaluation(service: AssessmentService, queries: Iterable[EvalQuery]) -> RetrievalMetrics:
     """MRR, hit@1, hit@5 and MAP@10 of the operator's ranking over ``queries``."""
-    return summarize(QueryOutcome.of(rank_for_query(service, q), q.relevant) for q in queries)
+    return summarize(QueryResult.of(rank_for_query(service, q), q.relevant) for q in queries)
 
 
 async def evaluate_risk(
@@ -48,7 +48,7 @@ async def evaluate_risk(
     """Assess each labelled request as the operator does and compare its band with the label."""
     assessments = await service.assess_many([item.request.spec for item in labelled])
     return evaluate_bands(
-        BandOutcome(
+        BandResult(
             name=item.request.name,
             expected=item.expected_band,
             predicted=assessment.risk.band,

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from precedent.core.history import History
+from precedent.core.snapshot import History
 from precedent.errors import InputError, describe_validation
 from precedent.models import Incident
 

@@ -45,13 +45,13 @@ from precedent.core.ports import PlaybookDecision
 from precedent.errors import CatalogUnavailable
 from precedent.metrics import METRICS, BoundedLabel, Metrics
 
-__all__ = ["PlaybookSelector", "SelectionOutcome"]
+__all__ = ["PlaybookChoice", "PlaybookSelector"]
 
 log = logging.getLogger("precedent.catalog")
 
 
 @dataclass(frozen=True, slots=True)
-class SelectionOutcome:
+class PlaybookChoice:
     """One selection: the decision for the core, and how it was reached."""
 
     query: PlaybookQuery
@@ -126,24 +126,24 @@ class PlaybookSelector:
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    async def select_many(self, queries: Sequence[PlaybookQuery]) -> list[SelectionOutcome]:
+    async def select_many(self, queries: Sequence[PlaybookQuery]) -> list[PlaybookChoice]:
         """Select for many queries, ``concurrency`` catalog queries at a time, in order."""
         gate = asyncio.Semaphore(self.concurrency)
 
-        async def one(query: PlaybookQuery) -> SelectionOutcome:
+        async def one(query: PlaybookQuery) -> PlaybookChoice:
             async with gate:
                 return await self.select_query(query)
 
         return list(await asyncio.gather(*(one(q) for q in queries)))
 
-    async def select_query(self, query: PlaybookQuery) -> SelectionOutcome:
+    async def select_query(self, query: PlaybookQuery) -> PlaybookChoice:
         """Select for a prepared query; never raises."""
         try:
             outcome = await self._select(query)
         except Exception as exc:  # the contract: never raise into the caller
             log.exception("playbook selection failed unexpectedly")
             reason = f"unexpected error: {type(exc).__name__}: {exc}"
-            outcome = SelectionOutcome(query, unavailable(query, reason), "fallback", None, reason)
+            outcome = PlaybookChoice(query, unavailable(query, reason), "fallback", None, reason)
         return self._finish(outcome)
 
     async def _search(
@@ -169,7 +169,7 @@ class PlaybookSelector:
     ) -> PlaybookDecision:
         return decide(query, answer, method=method, note=note, weights=self.weights)
 
-    async def _select(self, query: PlaybookQuery) -> SelectionOutcome:
+    async def _select(self, query: PlaybookQuery) -> PlaybookChoice:
         deadline = self._clock() + self.deadline_seconds
         key = query.cache_key()
         if self.cache is not None:
@@ -177,7 +177,7 @@ class PlaybookSelector:
             self.metrics.catalog_cache.labels("hit" if hit else "miss").inc()
             if hit is not None:
                 decision = self._decide(query, hit.value, "data_driven", None)
-                return SelectionOutcome(
+                return PlaybookChoice(
                     query, decision, "data_driven", hit.value.source, answer=hit.value, cached=True
                 )
         try:
@@ -187,16 +187,16 @@ class PlaybookSelector:
         if self.cache is not None:
             self.cache.put(key, answer)
         decision = self._decide(query, answer, "data_driven", None)
-        return SelectionOutcome(query, decision, "data_driven", answer.source, answer=answer)
+        return PlaybookChoice(query, decision, "data_driven", answer.source, answer=answer)
 
-    async def _fall_back(self, query: PlaybookQuery, key: str, reason: str) -> SelectionOutcome:
+    async def _fall_back(self, query: PlaybookQuery, key: str, reason: str) -> PlaybookChoice:
         where = f"Fallback: the catalog at {self.catalog.name} failed ({reason})"
         stale = self.cache.last_good(key) if self.cache is not None else None
         if stale is not None:
             self.metrics.catalog_cache.labels("stale").inc()
             note = f"{where}; using its last good answer, {stale.age:.0f} s old."
             decision = self._decide(query, stale.value, "fallback", note)
-            return SelectionOutcome(
+            return PlaybookChoice(
                 query, decision, "fallback", stale.value.source, reason, stale.value, cached=True
             )
         if self.fallback is not None:
@@ -207,8 +207,8 @@ class PlaybookSelector:
             else:
                 note = f"{where}; answered by the {self.fallback.name}."
                 decision = self._decide(query, answer, "fallback", note)
-                return SelectionOutcome(query, decision, "fallback", answer.source, reason, answer)
-        return SelectionOutcome(
+                return PlaybookChoice(query, decision, "fallback", answer.source, reason, answer)
+        return PlaybookChoice(
             query, unavailable(query, f"{self.catalog.name}: {reason}"), "fallback", None, reason
         )
 
@@ -221,7 +221,7 @@ class PlaybookSelector:
         return local.declares_incident_type(incident_type)
 
     @staticmethod
-    def _answered(outcome: SelectionOutcome) -> bool:
+    def _answered(outcome: PlaybookChoice) -> bool:
         # A playbook id is known when a catalog answered with it, never from the request.
         selection = outcome.decision.selection
         answer = outcome.answer
@@ -231,7 +231,7 @@ class PlaybookSelector:
             and any(c.id == selection.id for c in answer.candidates)
         )
 
-    def _finish(self, outcome: SelectionOutcome) -> SelectionOutcome:
+    def _finish(self, outcome: PlaybookChoice) -> PlaybookChoice:
         decision = outcome.decision
         self.metrics.playbook_selections.labels(
             self._incident_label(

@@ -32,7 +32,7 @@ from precedent.services.integrity import StatusSigner
 
 __all__ = ["EventNote", "IncidentStatus", "StatusUpdate", "approval_condition", "summary"]
 
-Outcome = Literal["assessed", "invalid", "waiting", "retrying", "failed"]
+UpdateKind = Literal["assessed", "invalid", "waiting", "retrying", "failed"]
 PreviousConditions = Sequence[Mapping[str, Any]] | None
 
 
@@ -49,7 +49,7 @@ class EventNote:
 class StatusUpdate:
     """The new status of one request, how it came about, and its Event (if any)."""
 
-    outcome: Outcome
+    outcome: UpdateKind
     status: RemediationRequestStatus
     message: str
     event: EventNote | None

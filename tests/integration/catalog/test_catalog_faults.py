@@ -15,7 +15,7 @@ from precedent.core.playbooks import PlaybookQuery
 from precedent.core.resilience import RetryPolicy
 from precedent.metrics import Metrics
 from precedent.models import RemediationRequestSpec, Target
-from precedent.services import PlaybookSelector, SelectionOutcome
+from precedent.services import PlaybookChoice, PlaybookSelector
 from tests.integration.catalog.faults import Clock, Server, Sleeps
 
 pytestmark = pytest.mark.integration
@@ -50,7 +50,7 @@ def client(
     )
 
 
-async def ask(s: PlaybookSelector, spec: RemediationRequestSpec) -> SelectionOutcome:
+async def ask(s: PlaybookSelector, spec: RemediationRequestSpec) -> PlaybookChoice:
     """Select for a request as the assessment service does: the query from the spec."""
     query = PlaybookQuery.from_spec(
         spec, min_confidence=s.min_confidence, max_results=s.max_results
@@ -79,7 +79,7 @@ def sample(metrics: Metrics, name: str, **labels: str) -> float:
     return metrics.registry.get_sample_value(name, labels) or 0.0
 
 
-def assert_in_process_fallback(outcome: SelectionOutcome, url: str, reason: str) -> None:
+def assert_in_process_fallback(outcome: PlaybookChoice, url: str, reason: str) -> None:
     assert outcome.method == "fallback"
     assert outcome.reason is not None
     assert reason in outcome.reason
