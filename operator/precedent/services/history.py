@@ -46,6 +46,7 @@ class HistoryStore:
         self._objects: dict[str, _Entry] = {}  # object name → its incident
         self._snapshot: History | None = None
         self._cluster_ids: frozenset[str] = frozenset()  # ids that came from objects
+        self._sources: list[str] = []  # "bundled", "cluster": computed with the snapshot
         # The scoring thread reads the snapshot while kopf's handlers change the objects.
         self.lock = threading.RLock()
 
@@ -105,6 +106,11 @@ class HistoryStore:
                 for entry in winners.values():
                     merged[entry.incident.id] = entry.incident
                 self._cluster_ids = frozenset(winners)
+                bundled_only = not self._bundled.keys() <= self._cluster_ids
+                self._sources = [
+                    *(["bundled"] if bundled_only else []),
+                    *(["cluster"] if self._cluster_ids else []),
+                ]
                 self._snapshot = History(sorted(merged.values(), key=lambda i: i.id))
             return self._snapshot
 
@@ -119,9 +125,8 @@ class HistoryStore:
     def sources(self) -> list[str]:
         """The sources the snapshot holds incidents from: ``bundled``, ``cluster``."""
         with self.lock:
-            _ = self.snapshot
-            found = ["bundled"] if set(self._bundled) - self._cluster_ids else []
-            return [*found, "cluster"] if self._cluster_ids else found
+            _ = self.snapshot  # computed with the snapshot, once per change
+            return list(self._sources)
 
     def __len__(self) -> int:
         return len(self.snapshot)
