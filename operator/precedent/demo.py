@@ -260,7 +260,7 @@ def _approve_escalated(
         return
     namespace, name = target
     reason = "change window CHG-2231; the reporting clients were upgraded to TLS 1.2"
-    args = ["approve", f"rr/{name}", "-n", str(namespace), "--reason", reason]
+    args = ["-n", str(namespace), "approve", f"rr/{name}", "--reason", reason]
     click.echo(f"\n$ kubectl precedent {' '.join(args[:4])} --reason {reason!r}")
     plugin = subprocess.run(
         [sys.executable, "-c", "from precedent.plugin import main; main()", *args],
