@@ -422,6 +422,14 @@ async def handle_approval(
     if handled.event is not None:
         note = handled.event
         kopf.event(body, type=note.type, reason=note.reason, message=note.message)
+    if handled.request is not None and handled.verdict.state == "Accepted":
+        request_meta = handled.request.get("metadata") or {}
+        created = _timestamp(request_meta.get("creationTimestamp"))
+        recorder: DecisionRecorder = memo.recorder
+        recorder.approval_decided(
+            str(request_meta.get("uid", "")),
+            (datetime.now(UTC) - created).total_seconds() if created else None,
+        )
     if handled.request is not None and handled.request_event is not None:
         note = handled.request_event
         reference = kopf.Body(cast("kopf.RawBody", handled.request))

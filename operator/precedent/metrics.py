@@ -202,6 +202,17 @@ class Metrics:
             ["kind"],
             registry=registry,
         )
+        self.approvals_pending = Gauge(
+            "precedent_approvals_pending",
+            "Escalated requests waiting for a human approval (enforce mode).",
+            registry=registry,
+        )
+        self.approval_wait = Histogram(
+            "precedent_approval_wait_seconds",
+            "From a request's creation to the human decision (approve or reject) on it.",
+            buckets=(60, 300, 900, 1800, 3600, 4 * 3600, 12 * 3600, 24 * 3600, 72 * 3600),
+            registry=registry,
+        )
         # -- fleet memory (seed 001) --------------------------------------------------------
         self.memory_queries = Counter(
             "precedent_memory_queries_total",

@@ -149,3 +149,22 @@ def test_text_format_leaves_records_to_kopfs_root_logger(
     (record,) = [r for r in caplog.records if r.name == "precedent.decisions"]
     assert record.getMessage().startswith("default/rr-t assessed: risk low")
     assert b"precedent_decisions_total" in generate_latest(registry)
+
+
+def test_pending_approvals_and_the_wait_are_counted_per_request(
+    service: AssessmentService, registry: CollectorRegistry
+) -> None:
+    recorder = DecisionRecorder(service, Metrics(registry))
+    escalated = {"action": "drain_node", "target": {"kind": "Node", "name": "idle-7"}}
+    routine = {"action": "scale_up", "target": {"kind": "Deployment", "name": "frontend"}}
+    reconcile(service, recorder, "a", escalated)
+    reconcile(service, recorder, "a", escalated)  # reconciled again: still one request
+    reconcile(service, recorder, "b", escalated)
+    reconcile(service, recorder, "c", routine)
+    assert registry.get_sample_value("precedent_approvals_pending") == 2
+    recorder.approval_decided("a", 600.0)
+    assert registry.get_sample_value("precedent_approvals_pending") == 1
+    assert registry.get_sample_value("precedent_approval_wait_seconds_count") == 1
+    assert registry.get_sample_value("precedent_approval_wait_seconds_bucket", {"le": "900.0"}) == 1
+    recorder.deleted("b")
+    assert registry.get_sample_value("precedent_approvals_pending") == 0

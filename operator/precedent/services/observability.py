@@ -49,6 +49,8 @@ class DecisionRecorder:
         # uid → Stalled reason: the gauge counts requests, not reconciliations (kopf may
         # reconcile the same Stalled request again after a restart).
         self._stalled: dict[str, str] = {}
+        # uids of Escalated requests waiting for a human (counted once per request).
+        self._pending: set[str] = set()
         self._lock = threading.Lock()
         # Read at scrape time: Incident objects change the history between requests.
         metrics.history_incidents.set_function(lambda: float(service.history_size()))
@@ -106,6 +108,12 @@ class DecisionRecorder:
             None,
         )
         self._set_stalled(request.uid, stalled)
+        approval = (
+            assessment.policy.approval
+            if assessment is not None and assessment.policy is not None
+            else None
+        )
+        self._set_pending(request.uid, approval is not None and approval.state == "Pending")
         if stalled is not None:
             fields["reason"] = stalled
         self.refresh()
@@ -120,8 +128,23 @@ class DecisionRecorder:
         )
 
     def deleted(self, uid: str) -> None:
-        """A request is gone: it no longer counts as Stalled."""
+        """A request is gone: it no longer counts as Stalled or waiting."""
         self._set_stalled(uid, None)
+        self._set_pending(uid, False)
+
+    def approval_decided(self, uid: str, waited_seconds: float | None) -> None:
+        """A human approved or rejected request ``uid`` after ``waited_seconds``."""
+        self._set_pending(uid, False)
+        if waited_seconds is not None and waited_seconds >= 0:
+            self.metrics.approval_wait.observe(waited_seconds)
+
+    def _set_pending(self, uid: str, pending: bool) -> None:
+        with self._lock:
+            if pending:
+                self._pending.add(uid)
+            else:
+                self._pending.discard(uid)
+            self.metrics.approvals_pending.set(len(self._pending))
 
     def _set_stalled(self, uid: str, reason: str | None) -> None:
         with self._lock:
