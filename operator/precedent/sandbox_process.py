@@ -148,51 +148,23 @@ class SandboxProcess:
         return lines[-1] if lines else "it exited without output"
 
 
-@click.command("sandbox")
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option(
-    "--port", default=0, show_default=True, type=click.IntRange(0, 65535), help="0: a free port."
+@click.command(
+    "sandbox",
+    # Every option is precedent-sandbox's own (see `precedent sandbox --help`): passed through.
+    context_settings={"ignore_unknown_options": True, "help_option_names": []},
 )
-@click.option(
-    "--crds",
-    "crds_dir",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=None,
-    envvar=CRDS_ENV,
-    help=f"Directory of CRD YAML registered at start. Default: ${CRDS_ENV}, else ./crds if "
-    "present, else the copy installed with Precedent.",
-)
-@click.option(
-    "--kubeconfig",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=Path(".precedent/sandbox/kubeconfig"),
-    show_default=True,
-    help="Where to write a kubeconfig that points at the sandbox.",
-)
-@click.option(
-    "--ready-file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help='Write {"url", "kubeconfig", "pid"} as JSON here once listening (removed on stop).',
-)
-@click.option("-v", "--verbose", is_flag=True, help="Log every request.")
-def sandbox_command(
-    host: str,
-    port: int,
-    crds_dir: Path | None,
-    kubeconfig: Path,
-    ready_file: Path | None,
-    verbose: bool,
-) -> None:
-    """Serve an in-memory Kubernetes API on loopback (the precedent-sandbox package)."""
-    args = ["--host", host, "--port", str(port), "--kubeconfig", str(kubeconfig)]
-    found = find_crds_dir(crds_dir)
-    if found is not None:
-        args += ["--crds", str(found)]
-    if ready_file is not None:
-        args += ["--ready-file", str(ready_file)]
-    if verbose:
-        args.append("-v")
-    argv = sandbox_argv(*args)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def sandbox_command(args: tuple[str, ...]) -> None:
+    """Serve an in-memory Kubernetes API on loopback (the precedent-sandbox package).
+
+    The arguments go to ``precedent-sandbox``; without ``--crds`` the CRDs are found by
+    Precedent's rule (``$PRECEDENT_CRDS_DIR``, ``./crds``, the copy installed with Precedent).
+    """
+    passed = list(args)
+    if not any(a == "--crds" or a.startswith("--crds=") for a in passed):
+        found = find_crds_dir(None)
+        if found is not None:
+            passed += ["--crds", str(found)]
+    argv = sandbox_argv(*passed)
     # Replaced by the sandbox: signals, output and the exit code are its own.
     os.execv(argv[0], argv)
