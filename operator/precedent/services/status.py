@@ -74,9 +74,7 @@ class StatusUpdate:
         conditions = _conditions(
             previous,
             [
-                ConditionUpdate("Ready", "True", "Assessed", text),
-                ConditionUpdate("Reconciling", "False", "Assessed"),
-                ConditionUpdate("Stalled", "False", "Assessed"),
+                *_phase("ready", "Assessed", text),
                 approval_condition(assessment, expired=expired),
             ],
             generation,
@@ -103,9 +101,7 @@ class StatusUpdate:
         conditions = _conditions(
             previous,
             [
-                ConditionUpdate("Ready", "False", "InvalidSpec", message),
-                ConditionUpdate("Reconciling", "False", "InvalidSpec"),
-                ConditionUpdate("Stalled", "True", "InvalidSpec", message),
+                *_phase("stalled", "InvalidSpec", message),
                 # Whatever Approved said before (someone else may have written it) is void.
                 ConditionUpdate("Approved", "Unknown", "NotAssessed", message),
             ],
@@ -124,9 +120,7 @@ class StatusUpdate:
         conditions = _conditions(
             previous,
             [
-                ConditionUpdate("Ready", "False", "DependencyUnavailable", message),
-                ConditionUpdate("Reconciling", "True", "DependencyUnavailable", message),
-                ConditionUpdate("Stalled", "False", "DependencyUnavailable"),
+                *_phase("reconciling", "DependencyUnavailable", message),
                 ConditionUpdate("Approved", "Unknown", "NotAssessed", message),
             ],
             generation,
@@ -154,9 +148,7 @@ class StatusUpdate:
         conditions = _conditions(
             previous,
             [
-                ConditionUpdate("Ready", "False", "AssessmentError", message),
-                ConditionUpdate("Reconciling", "True", "AssessmentError", message),
-                ConditionUpdate("Stalled", "False", "AssessmentError"),
+                *_phase("reconciling", "AssessmentError", message),
             ],
             generation,
             now,
@@ -181,9 +173,7 @@ class StatusUpdate:
         conditions = _conditions(
             previous,
             [
-                ConditionUpdate("Ready", "False", "AssessmentError", message),
-                ConditionUpdate("Reconciling", "False", "AssessmentError"),
-                ConditionUpdate("Stalled", "True", "AssessmentError", message),
+                *_phase("stalled", "AssessmentError", message),
             ],
             generation,
             now,
@@ -205,6 +195,27 @@ class StatusUpdate:
         if self.mark is not None:
             body["mark"] = self.mark
         return body
+
+
+def _phase(
+    state: Literal["ready", "reconciling", "stalled"], reason: str, message: str
+) -> list[ConditionUpdate]:
+    """Ready, Reconciling and Stalled for one phase: the one that holds carries the message."""
+    return [
+        ConditionUpdate("Ready", "True" if state == "ready" else "False", reason, message),
+        ConditionUpdate(
+            "Reconciling",
+            "True" if state == "reconciling" else "False",
+            reason,
+            message if state == "reconciling" else "",
+        ),
+        ConditionUpdate(
+            "Stalled",
+            "True" if state == "stalled" else "False",
+            reason,
+            message if state == "stalled" else "",
+        ),
+    ]
 
 
 def _conditions(
