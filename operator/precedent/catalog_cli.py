@@ -16,7 +16,7 @@ from precedent.adapters.context_api import run
 from precedent.core.playbooks import PlaybookQuery, ScoredPlaybook, parse_label
 from precedent.errors import PrecedentError
 from precedent.models import PlaybookSelection
-from precedent.output import fail, format_table, settings_or_fail
+from precedent.output import HISTORY_HELP, fail, format_table, settings_or_fail
 from precedent.services import PlaybookChoice, PlaybookSelector
 from precedent.settings import DEFAULT_CATALOG_PATH
 from precedent.wiring import build_embedder, build_selector, build_service
@@ -31,10 +31,6 @@ def catalog() -> None:
 
 _CATALOG_PATH_HELP = (
     "Playbook YAML file or directory. Default: $PRECEDENT_CATALOG or data/playbooks."
-)
-_HISTORY_HELP = (
-    "Incident YAML file or directory, or a .jsonl history (repeatable). "
-    "Default: $PRECEDENT_HISTORY_PATH or data/incidents."
 )
 
 
@@ -80,7 +76,7 @@ def _serve(
 def _serve_options(command: Callable[..., None]) -> Callable[..., None]:
     options = [
         click.option("--catalog", "location", metavar="PATH", help=_CATALOG_PATH_HELP),
-        click.option("--history", multiple=True, metavar="PATH", help=_HISTORY_HELP),
+        click.option("--history", multiple=True, metavar="PATH", help=HISTORY_HELP),
         click.option(
             "--host", default=None, help="Listen address. Default: $PRECEDENT_CATALOG_HOST."
         ),

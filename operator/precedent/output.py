@@ -16,9 +16,24 @@ from precedent.settings import Settings, load_settings
 if TYPE_CHECKING:
     from precedent.services import AssessmentService
 
-__all__ = ["dump_yaml", "fail", "format_table", "one_line", "run_async", "settings_or_fail"]
+__all__ = [
+    "HISTORY_HELP",
+    "dump_yaml",
+    "fail",
+    "format_table",
+    "one_line",
+    "run_async",
+    "settings_or_fail",
+]
 
 _T = TypeVar("_T")
+
+
+HISTORY_HELP = (
+    "Incident YAML file or directory, or a .jsonl history (repeatable). "
+    "Default: $PRECEDENT_HISTORY_PATH or data/incidents."
+)
+"""The ``--history`` option's help, shared by the commands that take one."""
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

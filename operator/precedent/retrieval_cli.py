@@ -20,7 +20,7 @@ from precedent.core.risk_evaluation import format_confusion
 from precedent.core.snapshot import History
 from precedent.errors import PrecedentError
 from precedent.models import SimilarIncident
-from precedent.output import fail, format_table, run_async, settings_or_fail
+from precedent.output import HISTORY_HELP, fail, format_table, run_async, settings_or_fail
 from precedent.services.evaluation import evaluate_risk, run_evaluation
 from precedent.settings import Settings
 from precedent.wiring import build_embedder, build_neighbours, build_service, load_history_files
@@ -29,10 +29,6 @@ T = TypeVar("T")
 
 __all__ = ["eval_command", "fetch_model_command", "index_command", "search_command"]
 
-_HISTORY_HELP = (
-    "Incident YAML file or directory, or a .jsonl history (repeatable). "
-    "Default: $PRECEDENT_HISTORY_PATH or data/incidents."
-)
 
 _EMBEDDER_CHOICE = click.Choice(["lexical", "onnx", "http", "tfidf"])
 _MODE_CHOICE = click.Choice(["rules", "semantic", "hybrid"])
@@ -55,7 +51,7 @@ def _search_row(similar: SimilarIncident, history: History) -> dict[str, Any]:
 
 @click.command("search")
 @click.argument("text")
-@click.option("--history", multiple=True, metavar="PATH", help=_HISTORY_HELP)
+@click.option("--history", multiple=True, metavar="PATH", help=HISTORY_HELP)
 @click.option("-k", "top_k", type=click.IntRange(1, 1000), default=5, show_default=True)
 @click.option("--domain", default=None, help="Only incidents of this domain (×3 over-fetch).")
 @click.option("--embedder", type=_EMBEDDER_CHOICE, default=None, help="Default: settings.")
@@ -270,7 +266,7 @@ def _eval_risk(
 
 
 @click.command("index")
-@click.option("--history", multiple=True, metavar="PATH", help=_HISTORY_HELP)
+@click.option("--history", multiple=True, metavar="PATH", help=HISTORY_HELP)
 @click.option("--embedder", type=click.Choice(["lexical", "onnx", "http"]), default=None)
 @click.option(
     "--save",
