@@ -16,7 +16,14 @@ from precedent.demo import demo_command
 from precedent.errors import InputError, PrecedentError
 from precedent.memory_cli import memory
 from precedent.models import Assessment
-from precedent.output import dump_yaml, fail, format_table, run_async, settings_or_fail
+from precedent.output import (
+    HISTORY_HELP,
+    dump_yaml,
+    fail,
+    format_table,
+    run_async,
+    settings_or_fail,
+)
 from precedent.sandbox_process import sandbox_command
 from precedent.wiring import build_service
 
@@ -35,8 +42,7 @@ def main() -> None:
     "--history",
     multiple=True,
     metavar="PATH",
-    help="Incident YAML file or directory (repeatable). Default: $PRECEDENT_HISTORY_PATH "
-    "or data/incidents.",
+    help=HISTORY_HELP,
 )
 @click.option(
     "-o",
