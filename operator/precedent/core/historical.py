@@ -215,6 +215,21 @@ def _evaluate_default(
         )
         ranked.append((not bool(model.scored[p]), -rank.uncapped, p, rank.relevance))
     ranked.sort(key=lambda r: (r[0], r[1], r[2]))
+    order = [(p, relevance) for _, _, p, relevance in ranked]
+    if model.strongest is not None:
+        # The incident the reasoning names as most relevant leads the list, so a reader never
+        # sees a "most relevant incident" that the list leaves out.
+        strongest = model.strongest
+        relevance = next((r for p, r in order if p == strongest), None)
+        if relevance is None:
+            relevance = rank_score(
+                history.incidents[strongest],
+                float(shown[strongest]),
+                resource_name=action.resource_name,
+                now=now,
+                weights=ranking,
+            ).relevance
+        order = [(strongest, relevance), *((p, r) for p, r in order if p != strongest)]
     similar = [
         _to_similar_incident(
             history.incidents[p],
@@ -224,7 +239,7 @@ def _evaluate_default(
             relevance,
             mode,
         )
-        for _, _, p, relevance in ranked[:top_k]
+        for p, relevance in order[:top_k]
     ]
     top = history.incidents[model.strongest] if model.strongest is not None else None
     reasoning = _default_reasoning(
