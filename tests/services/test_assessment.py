@@ -162,3 +162,20 @@ def test_an_unexpected_error_is_retried_a_bounded_number_of_times_then_stalled()
     assert "TypeError: can't subtract offset-naive" in stalled["message"]
     assert final.event is not None
     assert final.event.type == "Warning"
+
+
+def test_the_most_relevant_incident_is_always_listed() -> None:
+    # Deleting a production postgres: the strongest precedent (by severity and context) ranked
+    # below five others in people's order and was named by the reasoning but not listed.
+    svc = build_service(Settings(catalog=""), require_history=True)
+    spec = {
+        "action": "delete_resource",
+        "target": {"kind": "StatefulSet", "name": "postgres", "namespace": "payments"},
+        "description": "Delete the postgres StatefulSet in production to recreate it with new "
+        "storage.",
+        "labels": {"environment": "production"},
+    }
+    assessment = asyncio.run(svc.assess(spec, now=NOW))
+    top = assessment.risk.most_relevant_incident
+    assert top is not None
+    assert top in [s.id for s in assessment.similar_incidents]

@@ -215,21 +215,20 @@ def _evaluate_default(
         )
         ranked.append((not bool(model.scored[p]), -rank.uncapped, p, rank.relevance))
     ranked.sort(key=lambda r: (r[0], r[1], r[2]))
-    order = [(p, relevance) for _, _, p, relevance in ranked]
-    if model.strongest is not None:
-        # The incident the reasoning names as most relevant leads the list, so a reader never
-        # sees a "most relevant incident" that the list leaves out.
-        strongest = model.strongest
-        relevance = next((r for p, r in order if p == strongest), None)
-        if relevance is None:
-            relevance = rank_score(
-                history.incidents[strongest],
-                float(shown[strongest]),
-                resource_name=action.resource_name,
-                now=now,
-                weights=ranking,
-            ).relevance
-        order = [(strongest, relevance), *((p, r) for p, r in order if p != strongest)]
+    order = [(p, relevance) for _, _, p, relevance in ranked][:top_k]
+    strongest = model.strongest
+    if strongest is not None and all(p != strongest for p, _ in order):
+        # The incident the reasoning names as most relevant is always listed (in the last
+        # place when people's order puts it further down), so a reader never sees a "most
+        # relevant incident" that the list leaves out.
+        relevance = rank_score(
+            history.incidents[strongest],
+            float(shown[strongest]),
+            resource_name=action.resource_name,
+            now=now,
+            weights=ranking,
+        ).relevance
+        order = [*order[: top_k - 1], (strongest, relevance)]
     similar = [
         _to_similar_incident(
             history.incidents[p],
@@ -239,7 +238,7 @@ def _evaluate_default(
             relevance,
             mode,
         )
-        for p, relevance in order[:top_k]
+        for p, relevance in order
     ]
     top = history.incidents[model.strongest] if model.strongest is not None else None
     reasoning = _default_reasoning(
