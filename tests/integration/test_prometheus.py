@@ -63,6 +63,14 @@ def process(args: list[str], log: Path, env: dict[str, str] | None = None) -> It
                 proc.wait()
 
 
+def ready(prom: httpx.Client) -> bool:
+    """Whether Prometheus is listening and has loaded its storage and rules."""
+    try:
+        return prom.get("/-/ready").status_code == 200
+    except httpx.TransportError:  # not listening yet
+        return False
+
+
 def query(prom: httpx.Client, expr: str) -> list[dict[str, Any]]:
     """An instant query; fails on an invalid expression."""
     response = prom.get("/api/v1/query", params={"query": expr})
@@ -128,7 +136,7 @@ def test_dashboard_and_alerts_against_the_real_operator(cluster: Cluster, tmp_pa
         # Prometheus scrapes before and between two rounds of the same requests: a series'
         # first sample is its starting point, so rate() and increase() see the second round.
         # Prometheus answers 503 until it has loaded its TSDB and rules: wait for /-/ready.
-        eventually(lambda: prom.get("/-/ready").status_code == 200, timeout=60)
+        eventually(lambda: ready(prom), timeout=60)
         eventually(lambda: query(prom, 'up{job="precedent-metrics"} == 1'), timeout=60)
         again = [copy.deepcopy(b) for b in requests]
         for body in again:
