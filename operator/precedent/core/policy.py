@@ -54,6 +54,9 @@ _WRITE_ACTIONS = frozenset(
         "restart_pod",
         "scale_down",
         "scale_up",
+        "scale_deployment",  # seed 003's name for a replica change
+        "reduce_replicas",  # scale_down by another name (seed 000's upgrade case)
+        "increase_replicas",
         "update_config",
         "update_configmap",
         "update_secret",
