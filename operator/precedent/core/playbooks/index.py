@@ -32,7 +32,18 @@ from precedent.core.ports import Embedder
 from precedent.core.semantic import SemanticCalibration, playbook_calibration_for
 from precedent.models import Playbook
 
-__all__ = ["CatalogIndex"]
+__all__ = ["CatalogIndex", "playbook_text"]
+
+
+def playbook_text(playbook: Playbook) -> str:
+    """What is embedded for a playbook: its actions in words, then its description.
+
+    The request side is embedded the same way (action words, then description), as incidents
+    are: a rollback request meets a rollback playbook on the action even when the two
+    descriptions share few words.
+    """
+    actions = ", ".join(a.replace("_", " ") for a in playbook.actions)
+    return f"{actions}. {playbook.description}" if actions else playbook.description
 
 
 class CatalogIndex:
@@ -73,7 +84,7 @@ class CatalogIndex:
         self._grow(16)
         batch = list(playbooks)
         if batch:
-            vectors = self.embedder.embed([p.description for p in batch])
+            vectors = self.embedder.embed([playbook_text(p) for p in batch])
             for playbook, vector in zip(batch, vectors, strict=True):
                 self._put(playbook, vector)
 
@@ -118,7 +129,7 @@ class CatalogIndex:
 
     def upsert(self, playbook: Playbook) -> None:
         """Add a playbook, or replace the one with the same id (one embedding, no rebuild)."""
-        self._put(playbook, self.embedder.embed([playbook.description])[0])
+        self._put(playbook, self.embedder.embed([playbook_text(playbook)])[0])
 
     def remove(self, playbook_id: str) -> bool:
         """Drop a playbook by id; False if it was not there."""

@@ -6,6 +6,16 @@ it does not pin the key at all — a generic playbook is neither evidence for no
 request without labels scores ½ for every playbook. Keys compare without their DNS prefix
 (``kubernaut.ai/incident-type`` is ``incident-type``); keys and values are case-insensitive.
 
+**The action is a label too.** A request always names its action, and a playbook lists the
+actions it runs; without that, a request whose only label is one every playbook accepts
+(``environment: staging``) gives every playbook label match 1.0, and a rollback request could
+be answered with a node-resize playbook. So the operator's query carries an implicit ``action``
+label (the action's concept from :mod:`precedent.core.vocabulary` — ``reduce_replicas`` and
+``scale_down`` are both ``scale-down`` — or its own name), and each playbook accepts its
+actions and their concepts under that key. The action key scores like any other (1 / 0 / ½)
+but never *contradicts*: a playbook is not excluded for listing other actions, it just gets no
+credit for them. A request label ``action`` given explicitly wins over the implicit one.
+
 :class:`LabelTable` is the one implementation: every playbook's labels as bit masks, so one
 query is scored against the whole catalog with a few numpy operations.
 """
@@ -20,9 +30,11 @@ from typing import TypeVar
 import numpy as np
 
 from precedent.core.playbooks._arrays import BoolArray, F64Array, resized
+from precedent.core.vocabulary import concepts
 from precedent.models import Playbook
 
 __all__ = [
+    "ACTION",
     "INCIDENT_TYPE",
     "LABEL_MATCH",
     "LABEL_MISMATCH",
@@ -31,6 +43,8 @@ __all__ = [
     "WILDCARD",
     "LabelScores",
     "LabelTable",
+    "action_label",
+    "action_labels",
     "normalize_label_key",
     "normalize_label_value",
     "parse_label",
@@ -49,6 +63,8 @@ WILDCARD = "*"
 """A playbook label value that accepts any request value."""
 INCIDENT_TYPE = "incident-type"
 """The label key naming the kind of incident (a new playbook pinned to it is listed)."""
+ACTION = "action"
+"""The implicit label key of the request's action (scored, never a contradiction)."""
 
 _K = TypeVar("_K", str, tuple[str, str])
 
@@ -82,13 +98,41 @@ def parse_label(text: str) -> tuple[str, str]:
     return normalize_label_key(key), value
 
 
+def _action_concepts(action: str) -> list[str]:
+    return [c.removeprefix("~") for c in concepts(action.replace("_", " "))]
+
+
+def action_label(action: str) -> str | None:
+    """The request-side ``action`` label value: the action's first concept, else its name.
+
+    None when the name is not a valid label value (it is then left out of the query).
+    """
+    found = _action_concepts(action)
+    value = found[0] if found else normalize_label_value(action)
+    return value if _LABEL_VALUE.match(value) else None
+
+
+def action_labels(actions: Sequence[str]) -> frozenset[str]:
+    """The ``action`` values a playbook accepts: its actions' names and their concepts."""
+    accepted: set[str] = set()
+    for action in actions:
+        accepted.add(normalize_label_value(action))
+        accepted.update(_action_concepts(action))
+    return frozenset(accepted)
+
+
 def playbook_labels(playbook: Playbook) -> dict[str, frozenset[str]]:
-    """The values a playbook accepts per key, keys and values normalised."""
+    """The values a playbook accepts per key, keys and values normalised.
+
+    The playbook's actions are accepted under ``action`` unless it pins that key itself.
+    """
     labels: dict[str, set[str]] = {}
     for key, values in playbook.labels.items():
         labels.setdefault(normalize_label_key(key), set()).update(
             normalize_label_value(v) for v in values
         )
+    if ACTION not in labels and playbook.actions:
+        labels[ACTION] = set(action_labels(playbook.actions))
     return {k: frozenset(v) for k, v in labels.items()}
 
 
@@ -169,7 +213,8 @@ class LabelTable:
             total += np.where(
                 pinned, np.where(accepts, LABEL_MATCH, LABEL_MISMATCH), LABEL_UNPINNED
             )
-            contradicts |= pinned & ~accepts
+            if key != ACTION:  # listing other actions is no evidence against a playbook
+                contradicts |= pinned & ~accepts
             if key == INCIDENT_TYPE:
                 targets |= pinned & accepts
         return LabelScores(total / len(labels), contradicts, targets)

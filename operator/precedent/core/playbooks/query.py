@@ -13,7 +13,9 @@ from typing import Protocol
 
 from precedent.core.playbooks.confidence import ConfidenceParts
 from precedent.core.playbooks.labels import (
+    ACTION,
     INCIDENT_TYPE,
+    action_label,
     normalize_label_key,
     normalize_label_value,
 )
@@ -106,7 +108,12 @@ class PlaybookQuery:
         min_confidence: float = DEFAULT_MIN_CONFIDENCE,
         max_results: int = DEFAULT_MAX_RESULTS,
     ) -> PlaybookQuery:
-        """The request's action words and description, its labels, its target as the subject."""
+        """The request's action words and description, its labels plus the implicit ``action``
+        label (see :mod:`precedent.core.playbooks.labels`), its target as the subject."""
+        labels = list(spec.labels.items())
+        implicit = action_label(spec.action)
+        if implicit is not None and all(normalize_label_key(k) != ACTION for k, _ in labels):
+            labels.append((ACTION, implicit))
         action = spec.action.replace("_", " ")
         text = f"{action}. {spec.description}" if spec.description else action
         target = spec.target
@@ -115,7 +122,7 @@ class PlaybookQuery:
             subject = f"{target.kind} {target.namespace}/{target.name}"
         return cls.create(
             _truncate_utf8(text, MAX_DESCRIPTION_BYTES),
-            spec.labels,
+            labels,
             min_confidence=min_confidence,
             max_results=max_results,
             subject=subject,
