@@ -16,6 +16,7 @@ from precedent.core.playbooks import (
     CatalogIndex,
     ConfidenceWeights,
     PlaybookQuery,
+    SelectionModel,
     SuccessPrior,
 )
 from precedent.core.ports import Embedder
@@ -37,10 +38,16 @@ class LocalPlaybookCatalog:
         weights: ConfidenceWeights | None = None,
         prior: SuccessPrior | None = None,
         name: str = "in-process",
+        model: SelectionModel | None = None,
     ) -> None:
         playbooks = list(playbooks)
         self._index = CatalogIndex(
-            playbooks, embedder=embedder, weights=weights, prior=prior, name=name
+            playbooks,
+            embedder=embedder,
+            weights=weights,
+            prior=prior,
+            name=name,
+            **({"model": model} if model is not None else {}),
         )
         self._lock = threading.Lock()
         # Incident types the playbooks declare: the values a metric label may take.
