@@ -13,6 +13,7 @@ from precedent.adapters.loader import load_playbooks
 from precedent.core.playbooks import (
     INCIDENT_TYPE,
     CatalogAnswer,
+    DEFAULT_SELECTION_MODEL,
     CatalogIndex,
     ConfidenceWeights,
     PlaybookQuery,
@@ -47,7 +48,7 @@ class LocalPlaybookCatalog:
             weights=weights,
             prior=prior,
             name=name,
-            **({"model": model} if model is not None else {}),
+            model=model or DEFAULT_SELECTION_MODEL,
         )
         self._lock = threading.Lock()
         # Incident types the playbooks declare: the values a metric label may take.
