@@ -11,9 +11,9 @@ from pathlib import Path
 
 from precedent.adapters.loader import load_playbooks
 from precedent.core.playbooks import (
+    DEFAULT_SELECTION_MODEL,
     INCIDENT_TYPE,
     CatalogAnswer,
-    DEFAULT_SELECTION_MODEL,
     CatalogIndex,
     ConfidenceWeights,
     PlaybookQuery,
