@@ -14,14 +14,20 @@ from typing import Any, TypeVar
 import click
 
 from precedent.adapters.evaluation import load_history_jsonl, load_queries_jsonl, text_query
-from precedent.adapters.loader import load_labelled_requests
+from precedent.adapters.loader import load_labelled_requests, load_selection_requests
 from precedent.core.historical import SimilarityMode
+from precedent.core.playbooks import SELECTION_MODELS
+from precedent.core.playbooks.evaluation import (
+    SelectionEvaluation,
+    SelectionResult,
+    evaluate_selection,
+)
 from precedent.core.risk_evaluation import format_confusion
 from precedent.core.snapshot import History
 from precedent.errors import PrecedentError
 from precedent.models import SimilarIncident
 from precedent.output import HISTORY_HELP, fail, format_table, run_async, settings_or_fail
-from precedent.services.evaluation import evaluate_risk, run_evaluation
+from precedent.services.evaluation import evaluate_risk, run_evaluation, select_for_labelled
 from precedent.settings import Settings
 from precedent.wiring import build_embedder, build_neighbours, build_service, load_history_files
 
@@ -133,6 +139,26 @@ def search_command(
     help="Labelled RemediationRequests (file or directory) annotated with "
     "precedent.dev/expected-band: score them and compare.",
 )
+@click.option(
+    "--selection",
+    "selection_path",
+    default=None,
+    type=click.Path(exists=True),
+    help="Labelled RemediationRequests (file or directory) annotated with "
+    "precedent.dev/acceptable-playbooks: select a playbook for each and compare.",
+)
+@click.option(
+    "--selection-model",
+    "selection_models",
+    type=click.Choice(list(SELECTION_MODELS)),
+    multiple=True,
+    help="Selection model(s) for --selection (repeatable). Default: every model, side by side.",
+)
+@click.option(
+    "--catalog",
+    default=None,
+    help="Playbook catalog for --selection (default: $PRECEDENT_CATALOG or data/playbooks).",
+)
 @click.option("--embedder", type=_EMBEDDER_CHOICE, default=None, help="Default: settings.")
 @click.option("--mode", type=_MODE_CHOICE, default=None, help="Default: settings (hybrid).")
 @click.option(
@@ -146,14 +172,22 @@ def eval_command(
     history_path: str | None,
     queries_path: str | None,
     risk_path: str | None,
+    selection_path: str | None,
+    selection_models: tuple[str, ...],
+    catalog: str | None,
     embedder: str | None,
     mode: str | None,
     risk_model: str | None,
     output: str,
 ) -> None:
-    """Retrieval quality (--history H.jsonl --queries Q.jsonl: MRR, hit@k, MAP@10) or risk
-    agreement (--risk DIR: accuracy, confusion matrix, misses) of the operator's own code."""
+    """Retrieval quality (--history H.jsonl --queries Q.jsonl: MRR, hit@k, MAP@10), risk
+    agreement (--risk DIR: accuracy, confusion matrix, misses) or playbook selection
+    (--selection DIR: accuracy, wrong-confident and manual rates per selection model) of the
+    operator's own code."""
     settings = settings_or_fail()
+    if selection_path is not None:
+        _eval_selection(settings, selection_path, selection_models, catalog, embedder, output)
+        return
     if risk_model is not None:
         settings = settings.model_copy(update={"risk_model": risk_model})
     if risk_path is not None:
@@ -263,6 +297,90 @@ def _eval_risk(
             f"miss {miss.name}: expected {miss.expected.value}, got {miss.predicted.value} "
             f"({miss.score:g})\n  label: {miss.rationale}\n  model: {miss.reasoning}"
         )
+
+
+_SPLITS = ("all", "holdout", "tune")
+
+
+def _split(results: list[SelectionResult], split: str) -> SelectionEvaluation | None:
+    chosen = [r for r in results if split == "all" or r.split == split]
+    return evaluate_selection(chosen) if chosen else None
+
+
+def _eval_selection(
+    settings: Settings,
+    path: str,
+    models: tuple[str, ...],
+    catalog: str | None,
+    embedder: str | None,
+    output: str,
+) -> None:
+    per_model: dict[str, list[SelectionResult]] = {}
+    try:
+        labelled = load_selection_requests([path])
+        if not labelled:
+            raise PrecedentError(f"no RemediationRequest documents in {path}")
+        for name in models or tuple(SELECTION_MODELS):
+            service = build_service(
+                settings.model_copy(update={"selection_model": name}),
+                incidents=[],  # selection reads the catalog only
+                mode="rules",
+                embedder=embedder,
+                catalog=catalog,
+            )
+            per_model[name] = run_async(service, select_for_labelled(service, labelled))
+    except PrecedentError as exc:
+        fail(str(exc))
+        return
+    if output == "json":
+        document = {
+            name: {
+                split: {
+                    "accuracy": _rate_json(ev.accuracy),
+                    "wrongConfident": _rate_json(ev.wrong_confident),
+                    "manualWhenOneFits": _rate_json(ev.manual_when_fits),
+                    "misses": [
+                        {"name": m.name, "chosen": m.chosen, "acceptable": sorted(m.acceptable)}
+                        for m in ev.misses
+                    ],
+                }
+                for split in _SPLITS
+                if (ev := _split(results, split)) is not None
+            }
+            for name, results in per_model.items()
+        }
+        click.echo(json.dumps(document, indent=2))
+        return
+    click.echo(f"{len(labelled)} labelled requests; rates with bootstrap 95% intervals")
+    for name, results in per_model.items():
+        rows = [
+            [
+                split,
+                ev.accuracy.format(),
+                ev.wrong_confident.format(),
+                ev.manual_when_fits.format(),
+            ]
+            for split in _SPLITS
+            if (ev := _split(results, split)) is not None
+        ]
+        click.echo(f"\nselection model {name}")
+        click.echo(
+            format_table(["SPLIT", "ACCURACY", "WRONG CONFIDENT", "MANUAL WHEN ONE FITS"], rows)
+        )
+    if len(per_model) == 1:
+        for miss in evaluate_selection(next(iter(per_model.values()))).misses:
+            wanted = ", ".join(sorted(miss.acceptable)) or "manual_investigation"
+            click.echo(f"miss {miss.name}: chose {miss.chosen}, acceptable {wanted}")
+
+
+def _rate_json(rate: Any) -> dict[str, Any]:
+    return {
+        "value": round(rate.value, 4),
+        "low": round(rate.low, 4),
+        "high": round(rate.high, 4),
+        "hits": rate.hits,
+        "total": rate.total,
+    }
 
 
 @click.command("index")

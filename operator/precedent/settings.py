@@ -23,7 +23,13 @@ from pydantic import Field, SecretStr, ValidationError, field_validator, model_v
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from precedent.core.memory_query import TopologyLimits
-from precedent.core.playbooks import ConfidenceWeights, SuccessPrior
+from precedent.core.playbooks import (
+    SELECTION_MODELS,
+    ConfidenceWeights,
+    SelectionModel,
+    SelectionModelName,
+    SuccessPrior,
+)
 from precedent.core.ranking import RankingWeights
 from precedent.core.resilience import RetryPolicy
 from precedent.errors import InputError
@@ -277,6 +283,13 @@ class Settings(BaseSettings):
     max_playbooks: int = Field(
         default=10, ge=1, le=100, description="Most playbooks a catalog query returns."
     )
+    selection_model: SelectionModelName = Field(
+        default="default",
+        description="seed: seed 004's label match as written (the mean over the request's "
+        "labels) and the playbook's description embedded; default: the request's action "
+        "counted as a label and each label weighted by how few playbooks accept it. The "
+        "other values are the steps between them, for `precedent eval --selection`.",
+    )
     confidence_weight_semantic: float = Field(
         default=0.4, ge=0, le=1, description="Weight of semantic similarity in the confidence."
     )
@@ -384,6 +397,11 @@ class Settings(BaseSettings):
             labels=self.confidence_weight_labels,
             historical=self.confidence_weight_historical,
         )
+
+    @property
+    def playbook_model(self) -> SelectionModel:
+        """The selection model named by :attr:`selection_model`."""
+        return SELECTION_MODELS[self.selection_model]
 
     @property
     def success_prior(self) -> SuccessPrior:

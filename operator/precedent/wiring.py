@@ -194,6 +194,7 @@ def _local_catalog(
         weights=settings.confidence_weights,
         prior=settings.success_prior,
         name="in-process catalog" if path is None else f"catalog {path}",
+        model=settings.playbook_model,
     )
 
 

@@ -11,11 +11,13 @@ from pathlib import Path
 
 from precedent.adapters.loader import load_playbooks
 from precedent.core.playbooks import (
+    DEFAULT_SELECTION_MODEL,
     INCIDENT_TYPE,
     CatalogAnswer,
     CatalogIndex,
     ConfidenceWeights,
     PlaybookQuery,
+    SelectionModel,
     SuccessPrior,
 )
 from precedent.core.ports import Embedder
@@ -37,10 +39,16 @@ class LocalPlaybookCatalog:
         weights: ConfidenceWeights | None = None,
         prior: SuccessPrior | None = None,
         name: str = "in-process",
+        model: SelectionModel | None = None,
     ) -> None:
         playbooks = list(playbooks)
         self._index = CatalogIndex(
-            playbooks, embedder=embedder, weights=weights, prior=prior, name=name
+            playbooks,
+            embedder=embedder,
+            weights=weights,
+            prior=prior,
+            name=name,
+            model=model or DEFAULT_SELECTION_MODEL,
         )
         self._lock = threading.Lock()
         # Incident types the playbooks declare: the values a metric label may take.

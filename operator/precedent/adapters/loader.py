@@ -19,17 +19,22 @@ from precedent.errors import LoadError, describe_validation
 from precedent.models import API_GROUP, Band, Decision, Incident, Playbook, RemediationRequestSpec
 
 __all__ = [
+    "ACCEPTABLE_PLAYBOOKS",
     "EXPECTED_BAND",
     "EXPECTED_DECISION",
+    "MANUAL_INVESTIGATION",
     "RATIONALE",
+    "SPLIT",
     "Document",
     "LabelledRequest",
     "NamedRequest",
+    "SelectionLabel",
     "iter_documents",
     "load_incidents",
     "load_labelled_requests",
     "load_playbooks",
     "load_requests",
+    "load_selection_requests",
 ]
 
 _SUFFIXES = (".yaml", ".yml", ".json")
@@ -253,6 +258,53 @@ def load_labelled_requests(paths: Iterable[str | Path]) -> list[LabelledRequest]
                 request=request,
                 expected_band=expected_band,
                 expected_decision=expected_decision,
+                rationale=str(annotations.get(RATIONALE, "")).strip(),
+            )
+        )
+    return labelled
+
+
+ACCEPTABLE_PLAYBOOKS = f"{API_GROUP}/acceptable-playbooks"
+SPLIT = f"{API_GROUP}/split"
+MANUAL_INVESTIGATION = "manual_investigation"
+"""The label of a request no catalog playbook fits."""
+
+
+@dataclass(frozen=True, slots=True)
+class SelectionLabel:
+    """A RemediationRequest annotated with the playbooks a reviewer would accept for it."""
+
+    request: NamedRequest
+    acceptable: frozenset[str]
+    """Acceptable playbook ids; empty when the answer should be manual investigation."""
+    split: str
+    """``holdout`` or ``tune`` (empty when not given)."""
+    rationale: str
+
+
+def load_selection_requests(paths: Iterable[str | Path]) -> list[SelectionLabel]:
+    """RemediationRequests with ``precedent.dev/acceptable-playbooks`` (required: playbook ids
+    separated by commas, or ``manual_investigation``), ``precedent.dev/split`` and
+    ``precedent.dev/rationale`` annotations."""
+    labelled = []
+    for doc in iter_documents(paths):
+        spec = _validate(doc, RemediationRequestSpec, _spec(doc, "RemediationRequest"))
+        annotations = _annotations(doc)
+        where = f"metadata.annotations[{ACCEPTABLE_PLAYBOOKS!r}]"
+        raw = annotations.get(ACCEPTABLE_PLAYBOOKS)
+        if raw is None:
+            raise doc.error(f"{where}: required for a labelled selection set")
+        ids = {part.strip() for part in str(raw).split(",") if part.strip()}
+        if not ids:
+            raise doc.error(f"{where}: empty; name playbooks or {MANUAL_INVESTIGATION}")
+        if MANUAL_INVESTIGATION in ids and len(ids) > 1:
+            raise doc.error(f"{where}: {MANUAL_INVESTIGATION} cannot be listed with playbooks")
+        request = NamedRequest(doc.name or f"request-{doc.index}", doc.namespace, spec, doc.where)
+        labelled.append(
+            SelectionLabel(
+                request=request,
+                acceptable=frozenset(ids - {MANUAL_INVESTIGATION}),
+                split=str(annotations.get(SPLIT, "")).strip().lower(),
                 rationale=str(annotations.get(RATIONALE, "")).strip(),
             )
         )

@@ -1,7 +1,9 @@
-"""Retrieval quality of the operator's own ranking: MRR, hit@k and MAP@10 over labelled queries.
+"""Quality of the operator's own answers over labelled sets: the ranking (MRR, hit@k, MAP@10),
+the risk bands, and the playbook selection.
 
 Each query is ranked by :meth:`AssessmentService.rank` — the code that fills a request's
-``similarIncidents`` — so ``precedent eval`` measures what the operator shows people.
+``similarIncidents`` — and each playbook chosen by the service's own selector, so
+``precedent eval`` measures what the operator shows people.
 """
 
 from __future__ import annotations
@@ -10,12 +12,20 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from precedent.adapters.evaluation import EvalQuery
-from precedent.adapters.loader import LabelledRequest
+from precedent.adapters.loader import LabelledRequest, SelectionLabel
 from precedent.core.evaluation import QueryResult, RetrievalMetrics, summarize
+from precedent.core.playbooks.evaluation import SelectionResult
 from precedent.core.risk_evaluation import BandResult, RiskEvaluation, evaluate_bands
+from precedent.errors import InputError
 from precedent.services.assessment import AssessmentService
 
-__all__ = ["EVAL_DEPTH", "evaluate_risk", "rank_for_query", "run_evaluation"]
+__all__ = [
+    "EVAL_DEPTH",
+    "evaluate_risk",
+    "rank_for_query",
+    "run_evaluation",
+    "select_for_labelled",
+]
 
 EVAL_DEPTH = 100
 """How many incidents are ranked per query (MAP@10 and MRR need only the top)."""
@@ -58,3 +68,28 @@ async def evaluate_risk(
         )
         for item, assessment in zip(labelled, assessments, strict=True)
     )
+
+
+async def select_for_labelled(
+    service: AssessmentService, labelled: Sequence[SelectionLabel]
+) -> list[SelectionResult]:
+    """Select a playbook for each labelled request as the operator does — the service's own
+    normalisation and its playbook selector — and pair the answer with the label."""
+    selector = service.selector
+    if selector is None:
+        raise InputError("no playbook catalog: pass --catalog PATH or set PRECEDENT_CATALOG")
+    queries = [service.normalise(item.request.spec).query for item in labelled]
+    choices = await selector.select_many(queries)
+    results = []
+    for item, choice in zip(labelled, choices, strict=True):
+        selection = choice.decision.selection
+        results.append(
+            SelectionResult(
+                name=item.request.name,
+                acceptable=item.acceptable,
+                chosen=choice.playbook_id,
+                confidence=selection.confidence if selection is not None else None,
+                split=item.split,
+            )
+        )
+    return results

@@ -1,7 +1,9 @@
 """Scalar reference of seed 004's scoring and listing rule, one playbook at a time.
 
 Written from the README's "Playbook selection" section with plain arithmetic, independently of
-the product's vectorised code, which the tests check against it on random catalogs.
+the product's vectorised code, which the tests check against it on random catalogs. Both label
+rules: ``seed`` (the mean over the request's labels) and ``default`` (plus the request's action
+as an ``action`` label, every label weighted by 1 − the share of playbooks accepting it).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 from precedent.core.playbooks import PlaybookQuery
 from precedent.core.ports import Embedder
 from precedent.core.semantic import SemanticCalibration
+from precedent.core.vocabulary import concepts
 from precedent.models import Playbook
 
 TOLERANCE = 1e-9
@@ -26,20 +29,50 @@ def label_score(accepted: Mapping[str, Collection[str]], key: str, value: str) -
 
 
 def label_match(
-    accepted: Mapping[str, Collection[str]], labels: Sequence[tuple[str, str]]
+    accepted: Mapping[str, Collection[str]],
+    labels: Sequence[tuple[str, str]],
+    weights: Sequence[float] | None = None,
 ) -> float:
-    """Mean label score over the request's labels; ½ without labels."""
-    if not labels:
+    """Weighted mean label score over the request's labels (weights 1 by default); ½ without
+    labels or when every weight is 0."""
+    weights = [1.0] * len(labels) if weights is None else weights
+    total = sum(weights)
+    if not labels or total <= 0:
         return 0.5
-    return sum(label_score(accepted, k, v) for k, v in labels) / len(labels)
+    scores = [label_score(accepted, k, v) for k, v in labels]
+    return sum(w * x for w, x in zip(weights, scores, strict=True)) / total
 
 
-def accepted_labels(playbook: Playbook) -> dict[str, set[str]]:
-    """The playbook's labels, keys without DNS prefix, keys and values lower case."""
+def accepted_labels(playbook: Playbook, rule: str = "seed") -> dict[str, set[str]]:
+    """The playbook's labels, keys without DNS prefix, keys and values lower case; under the
+    default rule also its actions (snake_case names and their concepts) under ``action``."""
     out: dict[str, set[str]] = {}
     for key, values in playbook.labels.items():
         out.setdefault(key.lower().rsplit("/", 1)[-1], set()).update(v.lower() for v in values)
+    if rule == "default" and "action" not in out and playbook.actions:
+        names = set(playbook.actions)
+        names |= {c.lstrip("~") for a in playbook.actions for c in concepts(a.replace("_", " "))}
+        out["action"] = names
     return out
+
+
+def request_labels(query: PlaybookQuery, rule: str = "seed") -> list[tuple[str, str]]:
+    """The labels scored: the request's own, plus its action under the default rule."""
+    labels = list(query.labels)
+    if rule == "default" and query.action and all(k != "action" for k, _ in labels):
+        labels.append(("action", query.action))
+    return labels
+
+
+def selectivity(catalog: Sequence[Playbook], key: str, value: str, rule: str) -> float:
+    """1 − the share of the catalog's playbooks that accept ``key: value`` (pinned to it or *)."""
+    if rule == "seed" or not catalog:
+        return 1.0
+    accepting = 0
+    for playbook in catalog:
+        values = accepted_labels(playbook, rule).get(key)
+        accepting += values is not None and (value in values or "*" in values)
+    return 1.0 - accepting / len(catalog)
 
 
 @dataclass(frozen=True)
@@ -62,10 +95,17 @@ def score(
     semantic: float,
     weights: tuple[float, float, float] = (0.4, 0.4, 0.2),
     prior: tuple[float, float] = (1.0, 1.0),
+    *,
+    rule: str = "seed",
+    catalog: Sequence[Playbook] = (),
 ) -> Scored:
-    """Every part of one playbook's confidence, and the facts the listing rule needs."""
-    accepted = accepted_labels(playbook)
-    labels = label_match(accepted, query.labels)
+    """Every part of one playbook's confidence, and the facts the listing rule needs.
+
+    ``catalog`` (every playbook) gives the default rule's selectivity weights."""
+    accepted = accepted_labels(playbook, rule)
+    asked = request_labels(query, rule)
+    label_weights = [selectivity(catalog, k, v, rule) for k, v in asked]
+    labels = label_match(accepted, asked, label_weights)
     runs, ok = playbook.history.executions, playbook.history.successes
     historical = (ok + prior[0]) / (runs + prior[0] + prior[1])
     w_sem, w_lab, w_hist = weights
@@ -76,6 +116,7 @@ def score(
         historical=historical,
         confidence=w_sem * semantic + w_lab * labels + w_hist * historical,
         new=runs == 0,
+        # The action label never contradicts; only the request's own labels can.
         contradicts=any(label_score(accepted, k, v) == 0.0 for k, v in query.labels),
         targets_incident=any(
             k == "incident-type" and label_score(accepted, k, v) == 1.0 for k, v in query.labels

@@ -149,6 +149,7 @@ def test_query_from_spec_uses_action_description_labels_and_target() -> None:
     query = PlaybookQuery.from_spec(spec, min_confidence=0.5, max_results=3)
     assert query.text == "restart service. High memory usage causing pod restarts"
     assert query.labels == (("incident-type", "pod-oom-killer"),)
+    assert query.action == "restart"  # the action's concept, for the implicit action label
     assert query.subject == "Deployment shop/payment-api"
     assert (query.min_confidence, query.max_results) == (0.5, 3)
     assert query.incident_type == "pod-oom-killer"

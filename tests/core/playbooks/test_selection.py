@@ -9,11 +9,14 @@ import pytest
 
 from precedent.adapters.loader import load_playbooks
 from precedent.core.playbooks import (
+    DEFAULT_SELECTION_MODEL,
     MAX_ALTERNATIVES,
+    SEED_SELECTION_MODEL,
     CatalogAnswer,
     CatalogIndex,
     PlaybookQuery,
     ScoredPlaybook,
+    SelectionModel,
     decide,
     unavailable,
 )
@@ -56,8 +59,15 @@ def pb(
 # -- thresholds and ordering --------------------------------------------------------------------
 
 
-def test_memory_pressure_ranks_the_oom_playbooks_first(index: CatalogIndex) -> None:
-    query = PlaybookQuery.create("pod memory pressure", OOM_LABELS, min_confidence=0.0)
+@pytest.mark.parametrize("model", [SEED_SELECTION_MODEL, DEFAULT_SELECTION_MODEL])
+def test_memory_pressure_ranks_the_oom_playbooks_first(
+    playbooks: list[Playbook], model: SelectionModel
+) -> None:
+    # Seed 004's use cases 1 and 3 hold under the seed's rule and the default one.
+    index = CatalogIndex(playbooks, model=model)
+    query = PlaybookQuery.create(
+        "pod memory pressure", OOM_LABELS, min_confidence=0.0, action="restart_service"
+    )
     answer = index.search(query)
     ids = [c.id for c in answer.candidates]
     assert ids[0] == "pod-oom-recovery"
@@ -288,6 +298,7 @@ def test_unavailable_recommends_manual_investigation_with_the_reason() -> None:
 
 
 TYPES = ["pod-oom-killer", "node-pressure", "database-failure", "bad-rollout"]
+ACTIONS = ["restart_service", "scale_down", "rollback", "drain_node", "rotate_certificate"]
 
 
 def random_catalog(n: int, seed: int) -> list[Playbook]:
@@ -318,6 +329,7 @@ def random_catalog(n: int, seed: int) -> list[Playbook]:
                 id=f"pb-{i:04d}",
                 version="v1",
                 description=" ".join(rng.choices(words, k=6)),
+                actions=rng.sample(ACTIONS, rng.randint(0, 2)),
                 labels=labels,
                 history=PlaybookHistory(executions=runs, successes=rng.randint(0, runs)),
             )
@@ -339,6 +351,8 @@ def random_query(rng: random.Random) -> PlaybookQuery:
         labels,
         min_confidence=rng.choice([0.0, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0]),
         max_results=rng.randint(1, 100),
+        # Actions no playbook lists ("reduce_replicas" is scale-down; "flush_cache" is nothing).
+        action=rng.choice([None, *ACTIONS, "reduce_replicas", "bounce_pods", "flush_cache"]),
     )
 
 
@@ -351,6 +365,8 @@ def check_against_reference(
             p,
             query,
             reference.semantic(index.embedder, index.calibration, query.text, p.description),
+            rule=index.model.name,
+            catalog=catalog,
         )
         for p in catalog
     ]
@@ -377,13 +393,14 @@ def check_against_reference(
     return listed_new
 
 
-def test_search_equals_the_scalar_reference_on_random_catalogs() -> None:
+@pytest.mark.parametrize("model", [SEED_SELECTION_MODEL, DEFAULT_SELECTION_MODEL])
+def test_search_equals_the_scalar_reference_on_random_catalogs(model: SelectionModel) -> None:
     # Parts, totals, the new-playbook rule, order, the max_results cut and the near miss.
     listed_new = 0
     for seed in range(1, 9):
         rng = random.Random(seed)
         catalog = random_catalog(60, seed)
-        index = CatalogIndex(catalog)
+        index = CatalogIndex(catalog, model=model)
         for _ in range(12):
             listed_new += check_against_reference(index, catalog, random_query(rng))
     # The random queries reach the rule that lists new playbooks below min_confidence.
@@ -407,7 +424,10 @@ def test_upsert_replaces_and_remove_drops_one_playbook() -> None:
 
 
 def test_upsert_changes_labels_and_history() -> None:
-    index = CatalogIndex([pb("a", labels={"incident-type": ["x"]}, runs=0, ok=0)])
+    # The seed's rule: under the default one a label the only playbook accepts weighs nothing.
+    index = CatalogIndex(
+        [pb("a", labels={"incident-type": ["x"]}, runs=0, ok=0)], model=SEED_SELECTION_MODEL
+    )
     query = PlaybookQuery.create("restarts the pod", {"incident-type": "y"}, min_confidence=0.0)
     [before] = index.search(query).candidates
     assert before.parts is not None

@@ -7,6 +7,7 @@
 * :mod:`~precedent.core.playbooks.confidence` — the formula, its weights, smoothed history;
 * :mod:`~precedent.core.playbooks.labels` — label normalisation and the label-match part;
 * :mod:`~precedent.core.playbooks.query` — the catalog query, its answer, the catalog port;
+* :mod:`~precedent.core.playbooks.model` — the selection models (``seed``, ``default``…);
 * :mod:`~precedent.core.playbooks.index` — the in-memory catalog that scores every playbook;
 * :mod:`~precedent.core.playbooks.decision` — which playbooks are listed, the pick, the
   ``manual_investigation`` recommendation.
@@ -37,18 +38,32 @@ from precedent.core.playbooks.decision import (
 )
 from precedent.core.playbooks.index import CatalogIndex
 from precedent.core.playbooks.labels import (
+    ACTION,
+    DEFAULT_LABEL_RULE,
     INCIDENT_TYPE,
     LABEL_MATCH,
     LABEL_MISMATCH,
     LABEL_UNPINNED,
     NO_LABELS,
+    SEED_LABEL_RULE,
     WILDCARD,
+    LabelRule,
     LabelScores,
     LabelTable,
+    action_label,
+    action_labels,
     normalize_label_key,
     normalize_label_value,
     parse_label,
     playbook_labels,
+)
+from precedent.core.playbooks.model import (
+    DEFAULT_SELECTION_MODEL,
+    SEED_SELECTION_MODEL,
+    SELECTION_MODELS,
+    SelectionModel,
+    SelectionModelName,
+    playbook_text,
 )
 from precedent.core.playbooks.query import (
     DEFAULT_MAX_RESULTS,
@@ -62,8 +77,11 @@ from precedent.core.playbooks.query import (
 )
 
 __all__ = [
+    "ACTION",
+    "DEFAULT_LABEL_RULE",
     "DEFAULT_MAX_RESULTS",
     "DEFAULT_MIN_CONFIDENCE",
+    "DEFAULT_SELECTION_MODEL",
     "INCIDENT_TYPE",
     "LABEL_MATCH",
     "LABEL_MISMATCH",
@@ -75,19 +93,27 @@ __all__ = [
     "MAX_SUGGESTION",
     "NEAR_MISS",
     "NO_LABELS",
+    "SEED_LABEL_RULE",
+    "SEED_SELECTION_MODEL",
+    "SELECTION_MODELS",
     "WEIGHT_SUM_TOLERANCE",
     "WILDCARD",
     "CatalogAnswer",
     "CatalogIndex",
     "ConfidenceParts",
     "ConfidenceWeights",
+    "LabelRule",
     "LabelScores",
     "LabelTable",
     "PlaybookCatalog",
     "PlaybookQuery",
     "ScoredPlaybook",
     "SelectionMethod",
+    "SelectionModel",
+    "SelectionModelName",
     "SuccessPrior",
+    "action_label",
+    "action_labels",
     "check_confidence_weights",
     "combine",
     "decide",
@@ -97,6 +123,7 @@ __all__ = [
     "normalize_label_value",
     "parse_label",
     "playbook_labels",
+    "playbook_text",
     "qualifying",
     "unavailable",
 ]

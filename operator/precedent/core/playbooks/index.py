@@ -1,10 +1,11 @@
 """The in-memory playbook catalog: descriptions embedded once, labels as bit masks, numpy scoring.
 
 **Semantic** (0–1) is the cosine of the request's text (action words and description) with the
-playbook's description through the retrieval :class:`~precedent.core.ports.Embedder`,
-calibrated onto 0–1 (:func:`~precedent.core.semantic.playbook_calibration_for`). The other
-parts and the rule that lists playbooks live in their own modules; :meth:`CatalogIndex.search`
-puts them together for every playbook at once.
+playbook's text (:func:`~precedent.core.playbooks.model.playbook_text`) through the retrieval
+:class:`~precedent.core.ports.Embedder`, calibrated onto 0–1
+(:func:`~precedent.core.semantic.playbook_calibration_for`). The other parts and the rule that
+lists playbooks live in their own modules; :meth:`CatalogIndex.search` puts them together for
+every playbook at once.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from precedent.core.playbooks.confidence import (
 )
 from precedent.core.playbooks.decision import qualifying
 from precedent.core.playbooks.labels import LabelTable, playbook_labels
+from precedent.core.playbooks.model import DEFAULT_SELECTION_MODEL, SelectionModel, playbook_text
 from precedent.core.playbooks.query import CatalogAnswer, PlaybookQuery, ScoredPlaybook
 from precedent.core.ports import Embedder
 from precedent.core.semantic import SemanticCalibration, playbook_calibration_for
@@ -51,7 +53,9 @@ class CatalogIndex:
         prior: SuccessPrior | None = None,
         name: str = "in-process",
         calibration: SemanticCalibration | None = None,
+        model: SelectionModel = DEFAULT_SELECTION_MODEL,
     ) -> None:
+        self.model = model
         self.embedder: Embedder = embedder or LexicalEmbedder()
         # Raw cosines of a long request against a one-line description sit low; calibrate them
         # onto 0–1 like incident similarity so that the 0.4 semantic weight can count.
@@ -73,7 +77,7 @@ class CatalogIndex:
         self._grow(16)
         batch = list(playbooks)
         if batch:
-            vectors = self.embedder.embed([p.description for p in batch])
+            vectors = self.embedder.embed([playbook_text(p, self.model) for p in batch])
             for playbook, vector in zip(batch, vectors, strict=True):
                 self._put(playbook, vector)
 
@@ -107,7 +111,7 @@ class CatalogIndex:
                 self._high += 1
             self._rows[playbook.id] = row
         history = playbook.history
-        self._labels.set(row, playbook_labels(playbook))
+        self._labels.set(row, playbook_labels(playbook, actions=self.model.labels.action))
         self._items[row] = playbook
         self._vectors_t[:, row] = vector
         self._history[row] = historical_success(
@@ -118,7 +122,7 @@ class CatalogIndex:
 
     def upsert(self, playbook: Playbook) -> None:
         """Add a playbook, or replace the one with the same id (one embedding, no rebuild)."""
-        self._put(playbook, self.embedder.embed([playbook.description])[0])
+        self._put(playbook, self.embedder.embed([playbook_text(playbook, self.model)])[0])
 
     def remove(self, playbook_id: str) -> bool:
         """Drop a playbook by id; False if it was not there."""
@@ -197,7 +201,9 @@ class CatalogIndex:
         if not self._rows:
             return CatalogAnswer((), 0, self.name, catalog_size=0, consistent=0)
         semantic = self._semantic(self.embedder.embed([query.text])[0], n)
-        labels = self._labels.score(query.labels, n)
+        labels = self._labels.score(
+            query.labels, n, action=query.action, rule=self.model.labels, size=len(self._rows)
+        )
         confidence = combine(semantic, labels.match, self._history[:n], self.weights)
         active = self._active[:n]
         listed = qualifying(

@@ -6,6 +6,25 @@ it does not pin the key at all — a generic playbook is neither evidence for no
 request without labels scores ½ for every playbook. Keys compare without their DNS prefix
 (``kubernaut.ai/incident-type`` is ``incident-type``); keys and values are case-insensitive.
 
+Two refinements make the label part discriminate (:class:`LabelRule`; the ``seed`` rule has
+neither, the ``default`` rule both — see the README's selection figures):
+
+* **The action is a label too.** A request always names its action, and a playbook lists the
+  actions it runs. Without that, a request whose only label is one every playbook accepts
+  (``environment: staging``) gives every playbook label match 1.0, and a rollback request
+  could be answered with a node-resize playbook. The query carries the action's concept from
+  :mod:`precedent.core.vocabulary` (``reduce_replicas`` and ``scale_down`` are both
+  ``scale-down``) or its own name, scored as an implicit ``action`` label against the
+  playbook's actions and their concepts (1 / 0 / ½). It never *contradicts*: a playbook is
+  not excluded for listing other actions, it just gets no credit. A request label ``action``
+  given explicitly wins over the implicit one.
+* **A label every playbook accepts is no evidence.** Each request label is weighted by its
+  selectivity across the catalog, ``1 − (playbooks accepting the value / playbooks)``:
+  ``environment: production``, accepted by nearly every playbook, weighs almost nothing, an
+  ``incident-type`` or an action few playbooks accept weighs nearly 1, and a value no playbook
+  accepts weighs 1 (it pulls every playbook towards ½). Label match is the weighted mean; when
+  every weight is 0 it is ½, as without labels.
+
 :class:`LabelTable` is the one implementation: every playbook's labels as bit masks, so one
 query is scored against the whole catalog with a few numpy operations.
 """
@@ -20,17 +39,24 @@ from typing import TypeVar
 import numpy as np
 
 from precedent.core.playbooks._arrays import BoolArray, F64Array, resized
+from precedent.core.vocabulary import concepts
 from precedent.models import Playbook
 
 __all__ = [
+    "ACTION",
+    "DEFAULT_LABEL_RULE",
     "INCIDENT_TYPE",
     "LABEL_MATCH",
     "LABEL_MISMATCH",
     "LABEL_UNPINNED",
     "NO_LABELS",
+    "SEED_LABEL_RULE",
     "WILDCARD",
+    "LabelRule",
     "LabelScores",
     "LabelTable",
+    "action_label",
+    "action_labels",
     "normalize_label_key",
     "normalize_label_value",
     "parse_label",
@@ -49,8 +75,26 @@ WILDCARD = "*"
 """A playbook label value that accepts any request value."""
 INCIDENT_TYPE = "incident-type"
 """The label key naming the kind of incident (a new playbook pinned to it is listed)."""
+ACTION = "action"
+"""The implicit label key of the request's action (scored, never a contradiction)."""
 
 _K = TypeVar("_K", str, tuple[str, str])
+
+
+@dataclass(frozen=True, slots=True)
+class LabelRule:
+    """How the label part is computed (the module doc): the seed's plain mean, or refined."""
+
+    action: bool = True
+    """The request's action counts as an implicit ``action`` label."""
+    selective: bool = True
+    """Each request label is weighted by its selectivity across the catalog."""
+
+
+SEED_LABEL_RULE = LabelRule(action=False, selective=False)
+"""Seed 004 as written: the plain mean over the request's own labels."""
+DEFAULT_LABEL_RULE = LabelRule()
+"""The action label and selectivity weights."""
 
 _LABEL_KEY = re.compile(
     r"^(?:[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?/)?"  # optional DNS prefix
@@ -82,13 +126,42 @@ def parse_label(text: str) -> tuple[str, str]:
     return normalize_label_key(key), value
 
 
-def playbook_labels(playbook: Playbook) -> dict[str, frozenset[str]]:
-    """The values a playbook accepts per key, keys and values normalised."""
+def _action_concepts(action: str) -> list[str]:
+    return [c.removeprefix("~") for c in concepts(action.replace("_", " "))]
+
+
+def action_label(action: str) -> str | None:
+    """The request-side ``action`` label value: the action's first concept, else its name.
+
+    None when the name is not a valid label value (it is then left out of the query).
+    """
+    found = _action_concepts(action)
+    value = found[0] if found else normalize_label_value(action)
+    return value if _LABEL_VALUE.match(value) else None
+
+
+def action_labels(actions: Sequence[str]) -> frozenset[str]:
+    """The ``action`` values a playbook accepts: its actions' names and their concepts."""
+    accepted: set[str] = set()
+    for action in actions:
+        accepted.add(normalize_label_value(action))
+        accepted.update(_action_concepts(action))
+    return frozenset(accepted)
+
+
+def playbook_labels(playbook: Playbook, *, actions: bool = True) -> dict[str, frozenset[str]]:
+    """The values a playbook accepts per key, keys and values normalised.
+
+    With ``actions`` (the default rule), the playbook's actions are accepted under ``action``
+    unless it pins that key itself; the seed's rule knows only the playbook's own labels.
+    """
     labels: dict[str, set[str]] = {}
     for key, values in playbook.labels.items():
         labels.setdefault(normalize_label_key(key), set()).update(
             normalize_label_value(v) for v in values
         )
+    if actions and ACTION not in labels and playbook.actions:
+        labels[ACTION] = set(action_labels(playbook.actions))
     return {k: frozenset(v) for k, v in labels.items()}
 
 
@@ -146,30 +219,51 @@ class LabelTable:
                 self._mask(self._accepts, (key, value))[row] = True
         self._rows[row] = dict(labels)
 
-    def score(self, labels: Sequence[tuple[str, str]], n: int) -> LabelScores:
-        """The request's normalised ``labels`` against rows ``0..n-1``."""
-        if not labels:
-            return LabelScores(
-                np.full(n, NO_LABELS), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
-            )
+    def score(
+        self,
+        labels: Sequence[tuple[str, str]],
+        n: int,
+        *,
+        action: str | None = None,
+        rule: LabelRule = SEED_LABEL_RULE,
+        size: int | None = None,
+    ) -> LabelScores:
+        """The request's normalised ``labels`` (and its ``action`` value, when the rule counts
+        it) against rows ``0..n-1``. ``size`` is how many playbooks the rows hold (the
+        selectivity's denominator; default ``n``); rows not holding one pin nothing."""
+        items = list(labels)
+        if rule.action and action is not None and all(k != ACTION for k, _ in items):
+            items.append((ACTION, action))
+        none = np.zeros(n, dtype=bool)
+        if not items:
+            return LabelScores(np.full(n, NO_LABELS), none, none.copy())
+        size = max(size if size is not None else n, 1)
         total = np.zeros(n)
+        weights = 0.0
         contradicts = np.zeros(n, dtype=bool)
         targets = np.zeros(n, dtype=bool)
-        for key, value in labels:
+        for key, value in items:
             pinned = self._pinned.get(key)
-            if pinned is None:
-                total += LABEL_UNPINNED
-                continue
-            pinned = pinned[:n]
             accepts = np.zeros(n, dtype=bool)
-            for accepted in (value, WILDCARD):
-                mask = self._accepts.get((key, accepted))
-                if mask is not None:
-                    accepts |= mask[:n]
-            total += np.where(
-                pinned, np.where(accepts, LABEL_MATCH, LABEL_MISMATCH), LABEL_UNPINNED
-            )
-            contradicts |= pinned & ~accepts
-            if key == INCIDENT_TYPE:
-                targets |= pinned & accepts
-        return LabelScores(total / len(labels), contradicts, targets)
+            if pinned is not None:
+                pinned = pinned[:n]
+                for accepted in (value, WILDCARD):
+                    mask = self._accepts.get((key, accepted))
+                    if mask is not None:
+                        accepts |= mask[:n]
+            # Rows not in use pin nothing, so the count is over the catalog's playbooks.
+            weight = 1.0 - int(accepts.sum()) / size if rule.selective else 1.0
+            if pinned is None:
+                total += weight * LABEL_UNPINNED
+            else:
+                total += weight * np.where(
+                    pinned, np.where(accepts, LABEL_MATCH, LABEL_MISMATCH), LABEL_UNPINNED
+                )
+                if key != ACTION:  # listing other actions is no evidence against a playbook
+                    contradicts |= pinned & ~accepts
+                if key == INCIDENT_TYPE:
+                    targets |= pinned & accepts
+            weights += weight
+        if weights <= 0:  # every label is accepted by every playbook: no evidence either way
+            return LabelScores(np.full(n, NO_LABELS), contradicts, targets)
+        return LabelScores(total / weights, contradicts, targets)

@@ -14,6 +14,7 @@ from typing import Protocol
 from precedent.core.playbooks.confidence import ConfidenceParts
 from precedent.core.playbooks.labels import (
     INCIDENT_TYPE,
+    action_label,
     normalize_label_key,
     normalize_label_value,
 )
@@ -61,6 +62,9 @@ class PlaybookQuery:
     """Most playbooks returned, 1–100."""
     subject: str = field(default="", compare=False)
     """The target, for suggested actions; not part of the query's identity."""
+    action: str | None = None
+    """The request's action as a label value (its concept, e.g. ``scale-down``), which the
+    default label rule counts as an implicit ``action`` label; None when not known."""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.min_confidence <= 1.0:
@@ -79,8 +83,11 @@ class PlaybookQuery:
         min_confidence: float = DEFAULT_MIN_CONFIDENCE,
         max_results: int = DEFAULT_MAX_RESULTS,
         subject: str = "",
+        action: str | None = None,
     ) -> PlaybookQuery:
-        """Normalise labels (keys without prefix, lower case, sorted); a key twice is an error."""
+        """Normalise labels (keys without prefix, lower case, sorted); a key twice is an error.
+
+        ``action`` is a request action name (``reduce_replicas``), kept as its label value."""
         pairs = labels.items() if isinstance(labels, Mapping) else labels
         seen: dict[str, str] = {}
         for key, value in pairs:
@@ -96,6 +103,7 @@ class PlaybookQuery:
             min_confidence=min_confidence,
             max_results=max_results,
             subject=subject,
+            action=action_label(action) if action else None,
         )
 
     @classmethod
@@ -106,7 +114,9 @@ class PlaybookQuery:
         min_confidence: float = DEFAULT_MIN_CONFIDENCE,
         max_results: int = DEFAULT_MAX_RESULTS,
     ) -> PlaybookQuery:
-        """The request's action words and description, its labels, its target as the subject."""
+        """The request's action words and description, its labels, its action (for the
+        implicit ``action`` label, see :mod:`precedent.core.playbooks.labels`), its target as
+        the subject."""
         action = spec.action.replace("_", " ")
         text = f"{action}. {spec.description}" if spec.description else action
         target = spec.target
@@ -119,6 +129,7 @@ class PlaybookQuery:
             min_confidence=min_confidence,
             max_results=max_results,
             subject=subject,
+            action=spec.action,
         )
 
     @property
@@ -130,7 +141,7 @@ class PlaybookQuery:
         """The normalised query: whitespace-collapsed lower-case text, labels, parameters."""
         text = " ".join(self.text.lower().split())
         return json.dumps(
-            [text, self.labels, round(self.min_confidence, 6), self.max_results],
+            [text, self.labels, self.action, round(self.min_confidence, 6), self.max_results],
             separators=(",", ":"),
         )
 

@@ -1,0 +1,71 @@
+"""Selection models: which refinements of seed 004's confidence the catalog scores with.
+
+The formula (0.4 × semantic + 0.4 × label match + 0.2 × historical) is the same in every
+model; what differs is what the label part counts (:class:`~precedent.core.playbooks.labels.
+LabelRule`) and what is embedded for a playbook's semantic part. ``seed`` is seed 004 as
+written; ``default`` is what the labelled selection set (``tests/data/selection``) supports.
+The other models are the steps between the two, kept so ``precedent eval --selection`` can
+show what each one contributes. ``PRECEDENT_SELECTION_MODEL`` chooses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from precedent.core.playbooks.labels import LabelRule
+from precedent.models import Playbook
+
+__all__ = [
+    "DEFAULT_SELECTION_MODEL",
+    "SEED_SELECTION_MODEL",
+    "SELECTION_MODELS",
+    "SelectionModel",
+    "SelectionModelName",
+    "playbook_text",
+]
+
+SelectionModelName = Literal["seed", "action-label", "selective", "embedded-actions", "default"]
+
+
+@dataclass(frozen=True, slots=True)
+class SelectionModel:
+    """How a playbook's label and semantic parts are computed."""
+
+    name: str
+    """The model's name (``PRECEDENT_SELECTION_MODEL``)."""
+    labels: LabelRule = field(default_factory=LabelRule)
+    """What the label part counts."""
+    embed_actions: bool = False
+    """Embed a playbook's actions in words before its description (else the description)."""
+
+
+def playbook_text(playbook: Playbook, model: SelectionModel) -> str:
+    """What is embedded for a playbook: its description, after its actions in words when the
+    model says so (the request side always starts with its action in words)."""
+    if not model.embed_actions or not playbook.actions:
+        return playbook.description
+    actions = ", ".join(a.replace("_", " ") for a in playbook.actions)
+    return f"{actions}. {playbook.description}"
+
+
+SEED_SELECTION_MODEL = SelectionModel("seed", LabelRule(action=False, selective=False))
+"""Seed 004 as written: the mean over the request's labels, the description embedded."""
+
+SELECTION_MODELS: Mapping[str, SelectionModel] = {
+    m.name: m
+    for m in (
+        SEED_SELECTION_MODEL,
+        SelectionModel("action-label", LabelRule(action=True, selective=False)),
+        SelectionModel("selective", LabelRule(action=False, selective=True)),
+        SelectionModel(
+            "embedded-actions", LabelRule(action=True, selective=False), embed_actions=True
+        ),
+        SelectionModel("default", LabelRule(action=True, selective=True)),
+    )
+}
+"""Every model by name, seed first."""
+
+DEFAULT_SELECTION_MODEL = SELECTION_MODELS["default"]
+"""The model the operator scores with unless configured otherwise."""
