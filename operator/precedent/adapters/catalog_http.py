@@ -132,13 +132,15 @@ class ContextApiResponse(BaseModel):
 
 
 def query_params(query: PlaybookQuery) -> tuple[tuple[str, str], ...]:
-    """The query string for ``query``: description, repeated labels, the two parameters, and
-    the request for each playbook's confidence parts."""
+    """The query string for ``query``: description, repeated labels, the two parameters, the
+    request's action (so the server scores it as the in-process catalog does), and the request
+    for each playbook's confidence parts."""
     return (
         ("description", query.text),
         *(("labels", f"{key}:{value}") for key, value in query.labels),
         ("min_confidence", repr(query.min_confidence)),
         ("max_results", str(query.max_results)),
+        *((("action", query.action),) if query.action else ()),
         (COMPONENTS_PARAM, "true"),
     )
 

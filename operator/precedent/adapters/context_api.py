@@ -10,6 +10,9 @@ answers the seed's minimal schema and nothing more::
 
     {"playbooks": [{"playbook_id", "version", "description", "confidence"}], "total_results": N}
 
+An optional ``action`` (a RemediationRequest's action name, e.g. ``rollback``) lets the default
+label rule count the request's action as a label, as the operator's in-process catalog does;
+without it the answer rests on the description and labels alone (the seed's query).
 With ``include_components=true`` each playbook also carries ``components``: ``{"semantic",
 "label_match", "historical"}``, the parts of its confidence (Precedent's own client asks for
 them; the seed keeps them from the model, so they are off by default).
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
@@ -79,6 +83,8 @@ MAX_QUERY_PARAMETERS = 64
 """Most query parameters in one request, counting repeats."""
 MAX_LABELS = 32
 """Most ``labels`` parameters in one query (a request has a handful)."""
+
+_ACTION = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 log = logging.getLogger("precedent.context_api")
@@ -165,6 +171,20 @@ def _labels(request: web.Request) -> list[tuple[str, str]]:
     return labels
 
 
+def _action(request: web.Request) -> str | None:
+    raw = _single(request, "action")
+    if raw is None:
+        return None
+    value = raw.strip().lower()
+    if not _ACTION.match(value):
+        raise _invalid(
+            "action",
+            f"action must be an action name such as restart_service (a-z, 0-9, _ and -, "
+            f"at most 63 characters), got {raw[:80]!r}",
+        )
+    return value
+
+
 def parse_query(request: web.Request) -> PlaybookQuery:
     """Validate the query string into a PlaybookQuery; ProblemError names the bad parameter."""
     count = len(request.query)
@@ -179,9 +199,14 @@ def parse_query(request: web.Request) -> PlaybookQuery:
     min_confidence = _min_confidence(request)
     max_results = _max_results(request)
     labels = _labels(request)
+    action = _action(request)
     try:
         return PlaybookQuery.create(
-            description, labels, min_confidence=min_confidence, max_results=max_results
+            description,
+            labels,
+            min_confidence=min_confidence,
+            max_results=max_results,
+            action=action,
         )
     except ValueError as exc:  # the same key twice with two values
         raise _invalid("labels", f"labels: {exc}") from None

@@ -109,6 +109,11 @@ def openapi_document(*, search: bool = True) -> dict[str, Any]:
                         "Default 10.",
                     ),
                     _query(
+                        "action",
+                        {"type": "string", "pattern": "^[a-z0-9][a-z0-9_-]{0,62}$"},
+                        "The request's action (e.g. rollback): counted as an implicit label.",
+                    ),
+                    _query(
                         COMPONENTS_PARAM,
                         {"type": "string", "enum": ["true", "false"]},
                         "Add each playbook's confidence parts.",

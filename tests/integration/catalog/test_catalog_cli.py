@@ -145,6 +145,13 @@ def test_score_through_the_served_context_api(served: str) -> None:
     # The client asks for the parts (include_components=true): they survive the HTTP path.
     assert playbook["components"] == local_docs["oom-checkout"]["playbook"]["components"]
     assert set(playbook["components"]) == {"semantic", "labelMatch", "historical"}
+    # Every request gets the same answer over HTTP as in process (the action is sent too).
+    for name, assessment in docs.items():
+        remote, here = assessment.get("playbook", {}), local_docs[name].get("playbook", {})
+        assert (remote.get("id"), remote.get("confidence")) == (
+            here.get("id"),
+            here.get("confidence"),
+        ), name
 
 
 def test_score_falls_back_when_the_context_api_is_down() -> None:
