@@ -11,7 +11,7 @@ import httpx
 import pytest
 import yaml
 
-from tests.sandbox.conftest import MERGE, TABLE
+from tests.sandbox.conftest import MERGE, PLAYBOOKS, TABLE, playbook_body
 from tests.sandbox.test_watch import events
 
 MANIFESTS = Path(__file__).parent / "manifests"
@@ -571,3 +571,53 @@ async def test_a_missing_namespace_and_a_wrong_kind_are_refused_as_for_any_kind(
     assert missing.status_code == 404
     wrong = await api.post(DEPLOYMENTS, json=body)
     assert wrong.status_code == 400
+
+
+# -- strategic merge patches --------------------------------------------------------------------
+
+STRATEGIC = {"Content-Type": "application/strategic-merge-patch+json"}
+
+
+async def test_strategic_merge_patches_merge_keyed_lists_of_built_in_kinds(
+    api: httpx.AsyncClient,
+) -> None:
+    body = manifest("nginx-deployment.yaml")
+    body["spec"]["template"]["spec"]["containers"].append({"name": "sidecar", "image": "busybox"})
+    await api.post(DEPLOYMENTS, json=body)
+    path = f"{DEPLOYMENTS}/nginx-deployment"
+    # What kubectl apply sends when only the image changed.
+    image = {
+        "spec": {
+            "template": {
+                "spec": {
+                    "$setElementOrder/containers": [{"name": "sidecar"}, {"name": "nginx"}],
+                    "containers": [{"name": "nginx", "image": "nginx:1.16.1"}],
+                }
+            }
+        }
+    }
+    patched = (await api.patch(path, json=image, headers=STRATEGIC)).json()
+    containers = patched["spec"]["template"]["spec"]["containers"]
+    assert [c["name"] for c in containers] == ["sidecar", "nginx"]
+    assert containers[1]["image"] == "nginx:1.16.1"
+    assert containers[1]["ports"] == [{"containerPort": 80, "protocol": "TCP"}]
+    removed = {
+        "spec": {"template": {"spec": {"containers": [{"name": "sidecar", "$patch": "delete"}]}}}
+    }
+    patched = (await api.patch(path, json=removed, headers=STRATEGIC)).json()
+    assert [c["name"] for c in patched["spec"]["template"]["spec"]["containers"]] == ["nginx"]
+    recreate = {"spec": {"strategy": {"$retainKeys": ["type"], "type": "Recreate"}}}
+    response = await api.patch(path, json=recreate, headers=STRATEGIC)
+    assert response.status_code == 200, response.text
+    assert response.json()["spec"]["strategy"] == {"type": "Recreate"}
+
+
+async def test_strategic_merge_patches_keep_replacing_lists_of_custom_resources(
+    api: httpx.AsyncClient,
+) -> None:
+    body = playbook_body("keyed")
+    body["spec"]["steps"] = [{"name": "drain", "run": "a"}, {"name": "restart", "run": "b"}]
+    await api.post(PLAYBOOKS, json=body)
+    patch = {"spec": {"steps": [{"name": "restart", "run": "c"}]}}
+    patched = (await api.patch(f"{PLAYBOOKS}/keyed", json=patch, headers=STRATEGIC)).json()
+    assert patched["spec"]["steps"] == [{"name": "restart", "run": "c"}]

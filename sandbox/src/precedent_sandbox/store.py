@@ -343,7 +343,7 @@ class Store:
         elif patch_type == "strategic":
             if not isinstance(patch, dict):
                 raise api_errors.bad_request("a strategic merge patch must be a JSON object")
-            obj = apply_strategic_merge_patch(base, patch)
+            obj = apply_strategic_merge_patch(base, patch, keyed=not rtype.is_custom)
         elif patch_type == "apply":
             if not field_manager:
                 raise api_errors.bad_request(
