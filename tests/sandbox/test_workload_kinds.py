@@ -12,7 +12,10 @@ import pytest
 import yaml
 
 from tests.sandbox.conftest import MERGE, PLAYBOOKS, TABLE, playbook_body
+from tests.sandbox.test_auth import Client, client, secured
 from tests.sandbox.test_watch import events
+
+__all__ = ["client", "secured"]  # the secured sandbox's fixtures, used by the RBAC test
 
 MANIFESTS = Path(__file__).parent / "manifests"
 
@@ -621,3 +624,41 @@ async def test_strategic_merge_patches_keep_replacing_lists_of_custom_resources(
     patch = {"spec": {"steps": [{"name": "restart", "run": "c"}]}}
     patched = (await api.patch(f"{PLAYBOOKS}/keyed", json=patch, headers=STRATEGIC)).json()
     assert patched["spec"]["steps"] == [{"name": "restart", "run": "c"}]
+
+
+# -- RBAC -----------------------------------------------------------------------------------
+
+
+def test_rbac_applies_to_the_workload_kinds(client: Client) -> None:
+    admin, bob = client("admin-token"), client("bob-token")
+    body = manifest("nginx-deployment.yaml")
+    denied = bob.post(DEPLOYMENTS, json=body)
+    assert denied.status_code == 403
+    assert denied.json()["message"] == (
+        'deployments.apps is forbidden: User "bob" cannot create resource "deployments" in API '
+        'group "apps" in the namespace "default"'
+    )
+    role = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "Role",
+        "metadata": {"name": "deployment-reader"},
+        "rules": [{"apiGroups": ["apps"], "resources": ["deployments"], "verbs": ["get", "list"]}],
+    }
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "bob-reads-deployments"},
+        "subjects": [{"kind": "User", "name": "bob", "apiGroup": "rbac.authorization.k8s.io"}],
+        "roleRef": {
+            "kind": "Role",
+            "name": "deployment-reader",
+            "apiGroup": "rbac.authorization.k8s.io",
+        },
+    }
+    rbac = "/apis/rbac.authorization.k8s.io/v1/namespaces/default"
+    assert admin.post(f"{rbac}/roles", json=role).status_code == 201
+    assert admin.post(f"{rbac}/rolebindings", json=binding).status_code == 201
+    assert admin.post(DEPLOYMENTS, json=body).status_code == 201
+    assert bob.get(f"{DEPLOYMENTS}/nginx-deployment").status_code == 200
+    assert bob.delete(f"{DEPLOYMENTS}/nginx-deployment").status_code == 403
+    assert bob.get(SERVICES).status_code == 403
