@@ -18,7 +18,7 @@ MERGE = {"Content-Type": "application/merge-patch+json"}
 
 
 def _crd(group: str, plural: str, kind: str) -> dict[str, Any]:
-    # Stand-ins for the documentation's Deployment and ReplicaLimit (the sandbox has neither).
+    # A stand-in for the documentation's ReplicaLimit parameter kind (Deployments are built in).
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -46,11 +46,8 @@ def _crd(group: str, plural: str, kind: str) -> dict[str, Any]:
 
 @pytest.fixture
 async def api() -> AsyncIterator[httpx.AsyncClient]:
-    """A sandbox with the CRDs plus deployments.apps and replicalimits.rules.example.com."""
-    extra = [
-        _crd("apps", "deployments", "Deployment"),
-        _crd("rules.example.com", "replicalimits", "ReplicaLimit"),
-    ]
+    """A sandbox with the CRDs plus replicalimits.rules.example.com."""
+    extra = [_crd("rules.example.com", "replicalimits", "ReplicaLimit")]
     async with (
         Sandbox(CRDS, crds=extra) as sandbox,
         httpx.AsyncClient(base_url=sandbox.url, timeout=10) as client,
@@ -59,12 +56,20 @@ async def api() -> AsyncIterator[httpx.AsyncClient]:
 
 
 def deployment(name: str, replicas: int) -> dict[str, Any]:
-    """A Deployment-shaped object."""
+    """A valid Deployment of the built-in apps/v1 kind."""
+    labels = {"app": name}
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": {"name": name},
-        "spec": {"replicas": replicas},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "nginx", "image": "nginx:1.14.2"}]},
+            },
+        },
     }
 
 

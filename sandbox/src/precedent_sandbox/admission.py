@@ -19,10 +19,12 @@ from precedent_sandbox.registry import ResourceType, crd_problems
 
 __all__ = [
     "OBJECT_META_FIELDS",
+    "allocate",
     "check_crd_update",
     "check_preconditions",
     "decode_body",
     "defaults_on_create",
+    "defaults_on_update",
     "field_validation",
     "normalize",
     "validate",
@@ -138,13 +140,18 @@ def validate(rtype: ResourceType, obj: Obj, old: Obj | None, name: str) -> None:
             check_rules(schema, body, previous, "", found)
     if rtype.plural == "customresourcedefinitions":
         found.extend(crd_problems(obj))
+    if rtype.strategy is not None:
+        found.extend(rtype.strategy.validate(obj, old))
     if found:
         raise api_errors.invalid(rtype.kind, rtype.group, name or "", found)
 
 
 def defaults_on_create(rtype: ResourceType, obj: Obj) -> None:
-    """What the server fills in on create: namespace finalizer and phase, secret type."""
-    if rtype.plural == "namespaces":
+    """What the server fills in on create: namespace finalizer and phase, secret type, and the
+    defaults of the workload and network kinds."""
+    if rtype.strategy is not None:
+        rtype.strategy.defaults(obj)
+    elif rtype.plural == "namespaces":
         obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
         obj["status"] = {"phase": "Active"}
         labels = obj["metadata"].setdefault("labels", {})
@@ -152,6 +159,21 @@ def defaults_on_create(rtype: ResourceType, obj: Obj) -> None:
             labels["kubernetes.io/metadata.name"] = obj["metadata"].get("name", "")
     elif rtype.plural == "secrets" and not obj.get("type"):
         obj["type"] = "Opaque"
+
+
+def defaults_on_update(rtype: ResourceType, obj: Obj) -> None:
+    """Defaults decoding applies to every write of a workload or network kind, not just create."""
+    if rtype.strategy is not None:
+        rtype.strategy.defaults(obj)
+
+
+def allocate(rtype: ResourceType, obj: Obj, old: Obj | None, others: list[Obj]) -> None:
+    """What the server allocates (a Service's cluster IP, node ports); 422 if it cannot."""
+    if rtype.strategy is None or rtype.strategy.allocate is None:
+        return
+    errors = rtype.strategy.allocate(obj, old, others)
+    if errors:
+        raise api_errors.invalid(rtype.kind, rtype.group, obj["metadata"].get("name", ""), errors)
 
 
 def check_crd_update(obj: Obj, old: Obj) -> None:

@@ -16,6 +16,7 @@ from precedent_sandbox.errors import FieldError
 from precedent_sandbox.meta import now_rfc3339
 from precedent_sandbox.objects import Obj, Stored
 from precedent_sandbox.registry import ResourceType
+from precedent_sandbox.workloads import initial_status
 
 if TYPE_CHECKING:
     from precedent_sandbox.store import Store
@@ -47,6 +48,9 @@ def stamp_created(rtype: ResourceType, obj: Obj) -> None:
     meta = obj["metadata"]
     if rtype.has_status and rtype.is_custom:
         obj.pop("status", None)  # create cannot set status when it is a subresource
+    elif rtype.strategy is not None and rtype.has_status:
+        # Built-in kinds reset status on create (PrepareForCreate): only /status writes it.
+        obj["status"] = initial_status(rtype.strategy)
     for key in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
         meta.pop(key, None)
     meta["uid"] = str(uuid.uuid4())

@@ -2,7 +2,9 @@
 
 Custom resources have no patch strategies, so the real server rejects strategic merge patches
 for them; the sandbox accepts them everywhere and applies them as merge patches after
-dropping the ``$``-directives, which is what they amount to for maps and atomic lists.
+dropping the ``$``-directives, which is what they amount to for maps and atomic lists. For the
+built-in kinds, the keyed lists kubectl patches (containers, ports, env, volumes …) merge item
+by item on their merge key, as ``kubectl apply`` of a changed Deployment expects.
 """
 
 from __future__ import annotations
@@ -30,8 +32,71 @@ def apply_merge_patch(target: Any, patch: Any) -> Any:
     return result
 
 
-def apply_strategic_merge_patch(target: Any, patch: Any) -> Any:
-    """A strategic merge patch without schema knowledge: a merge patch minus ``$`` directives."""
+# patchMergeKey of the keyed lists in the built-in kinds the sandbox serves (k8s.io/api struct
+# tags). ``ports`` is keyed by ``containerPort`` in a container and by ``port`` in a Service.
+_MERGE_KEYS = {
+    "containers": "name",
+    "initContainers": "name",
+    "ephemeralContainers": "name",
+    "env": "name",
+    "volumes": "name",
+    "volumeMounts": "mountPath",
+    "volumeDevices": "devicePath",
+    "imagePullSecrets": "name",
+    "hostAliases": "ip",
+    "topologySpreadConstraints": "topologyKey",
+    "resourceClaims": "name",
+    "conditions": "type",
+    "ownerReferences": "uid",
+}
+_ORDER = "$setElementOrder/"
+
+
+def _merge_key(field: str, items: list[Any]) -> str | None:
+    if field == "ports":
+        keyed = [i for i in items if isinstance(i, dict)]
+        if keyed and all("containerPort" in i for i in keyed):
+            return "containerPort"
+        if keyed and all("port" in i for i in keyed):
+            return "port"
+        return None
+    return _MERGE_KEYS.get(field)
+
+
+def _merge_list(current: Any, patch: list[Any], key: str, keyed: bool) -> list[Any]:
+    result = [copy.deepcopy(i) for i in current] if isinstance(current, list) else []
+    for item in patch:
+        if not isinstance(item, dict) or key not in item:
+            result.append(copy.deepcopy(item))
+            continue
+        at = next(
+            (
+                n
+                for n, old in enumerate(result)
+                if isinstance(old, dict) and old.get(key) == item[key]
+            ),
+            None,
+        )
+        if item.get("$patch") == "delete":
+            if at is not None:
+                del result[at]
+        elif at is None:
+            result.append({k: copy.deepcopy(v) for k, v in item.items() if not k.startswith("$")})
+        else:
+            result[at] = apply_strategic_merge_patch(result[at], item, keyed=keyed)
+    return result
+
+
+def _reorder(items: list[Any], order: list[Any], key: str) -> list[Any]:
+    wanted = [o.get(key) for o in order if isinstance(o, dict)]
+    ranked = [i for w in wanted for i in items if isinstance(i, dict) and i.get(key) == w]
+    return ranked + [i for i in items if not any(i is r for r in ranked)]
+
+
+def apply_strategic_merge_patch(target: Any, patch: Any, *, keyed: bool = False) -> Any:
+    """A strategic merge patch: maps merge, ``$patch``/``$retainKeys`` directives apply, and with
+    ``keyed`` (the built-in kinds) the lists with a merge key merge item by item; other lists
+    are replaced, as for custom resources, which have no patch strategies."""
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)
     directive = patch.get("$patch")
@@ -46,13 +111,26 @@ def apply_strategic_merge_patch(target: Any, patch: Any) -> Any:
         if value is None:
             result.pop(key, None)
         elif isinstance(value, dict):
-            merged = apply_strategic_merge_patch(result.get(key), value)
+            merged = apply_strategic_merge_patch(result.get(key), value, keyed=keyed)
             if merged is None:
                 result.pop(key, None)
             else:
                 result[key] = merged
+        elif keyed and isinstance(value, list) and (merge := _merge_key(key, value)):
+            result[key] = _merge_list(result.get(key), value, merge, keyed)
         else:
             result[key] = copy.deepcopy(value)
+    if keyed:
+        for key, order in patch.items():
+            field = key.removeprefix(_ORDER)
+            if key.startswith(_ORDER) and isinstance(result.get(field), list):
+                merge = _merge_key(field, result[field])
+                if merge and isinstance(order, list):
+                    result[field] = _reorder(result[field], order, merge)
+    retain = patch.get("$retainKeys")
+    if isinstance(retain, list):
+        # e.g. a Deployment's strategy: switching to Recreate drops rollingUpdate.
+        result = {k: v for k, v in result.items() if k in retain}
     return result
 
 

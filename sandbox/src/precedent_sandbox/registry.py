@@ -11,6 +11,7 @@ from precedent_sandbox.cel import attach_rules
 from precedent_sandbox.errors import FieldError
 from precedent_sandbox.schema import Schema
 from precedent_sandbox.table import NAME_COLUMN, Column, age, printer_columns
+from precedent_sandbox.workloads import STRATEGIES, Strategy
 
 __all__ = ["BUILTINS", "ResourceType", "crd_problems", "resource_type_from_crd"]
 
@@ -47,6 +48,8 @@ class ResourceType:
     list_kind: str = ""
     review: bool = False
     """A create-only review (SelfSubjectAccessReview …): answered, never stored."""
+    strategy: Strategy | None = None
+    """Defaults, validation, initial status and rows of a built-in workload or network kind."""
 
     def __post_init__(self) -> None:
         if not self.list_kind:
@@ -83,8 +86,16 @@ class ResourceType:
         return [name, *(c.cell(obj, now) for c in self.columns)]
 
 
-def _column(name: str, kind: str = "string", description: str = "") -> dict[str, Any]:
-    return {"name": name, "type": kind, "format": "", "description": description, "priority": 0}
+def _column(
+    name: str, kind: str = "string", description: str = "", priority: int = 0
+) -> dict[str, Any]:
+    return {
+        "name": name,
+        "type": kind,
+        "format": "",
+        "description": description,
+        "priority": priority,
+    }
 
 
 def _name(obj: dict[str, Any]) -> str:
@@ -285,8 +296,202 @@ def _security_builtins() -> list[ResourceType]:
     ]
 
 
+_CONTAINERS = _column(
+    "Containers", description="Names of each container in the template.", priority=1
+)
+_IMAGES = _column(
+    "Images", description="Images referenced by each container in the template.", priority=1
+)
+_SELECTOR = _column("Selector", description="Label selector for pods.", priority=1)
+_CREATED = _column("Age", description="CreationTimestamp of the object.")
+
+# Column definitions of pkg/printers/internalversion (the server always sends the wide ones).
+_WORKLOAD_COLUMNS: dict[str, list[dict[str, Any]]] = {
+    "deployments": [
+        NAME_COLUMN,
+        _column("Ready", description="Number of the pod with ready state"),
+        _column(
+            "Up-to-date",
+            description="Pods with the desired template spec.",
+        ),
+        _column(
+            "Available",
+            description="Pods available for at least minReadySeconds.",
+        ),
+        _CREATED,
+        _CONTAINERS,
+        _IMAGES,
+        _SELECTOR,
+    ],
+    "statefulsets": [
+        NAME_COLUMN,
+        _column("Ready", description="Number of the pod with ready state"),
+        _CREATED,
+        _CONTAINERS,
+        _IMAGES,
+    ],
+    "daemonsets": [
+        NAME_COLUMN,
+        _column("Desired", "integer", "Nodes that should run the daemon pod."),
+        _column(
+            "Current",
+            "integer",
+            "Nodes running the daemon pod.",
+        ),
+        _column(
+            "Ready",
+            "integer",
+            "Nodes with the daemon pod ready.",
+        ),
+        _column("Up-to-date", "integer", "Nodes running the updated daemon pod."),
+        _column(
+            "Available",
+            "integer",
+            "Nodes with the daemon pod available.",
+        ),
+        _column(
+            "Node Selector",
+            description="Labels a node must have to run the pod.",
+        ),
+        _CREATED,
+        _CONTAINERS,
+        _IMAGES,
+        _SELECTOR,
+    ],
+    "services": [
+        NAME_COLUMN,
+        _column("Type", description="type determines how the Service is exposed."),
+        _column("Cluster-IP", description="clusterIP is the IP address of the service."),
+        _column(
+            "External-IP",
+            description="Addresses outside the cluster for this service.",
+        ),
+        _column("Port(s)", description="The list of ports that are exposed by this service."),
+        _CREATED,
+        _column(
+            "Selector",
+            description="Pods the service routes traffic to.",
+            priority=1,
+        ),
+    ],
+    "ingresses": [
+        NAME_COLUMN,
+        _column(
+            "Class",
+            description="The IngressClass of the ingress",
+        ),
+        _column(
+            "Hosts",
+            description="Hosts requests are matched against",
+        ),
+        _column(
+            "Address",
+            description="Ingress points of the load-balancer",
+        ),
+        _column("Ports", description="Ports of TLS configurations that open"),
+        _CREATED,
+    ],
+    "networkpolicies": [
+        NAME_COLUMN,
+        _column(
+            "Pod-Selector",
+            description="Pods the policy applies to.",
+        ),
+        _CREATED,
+    ],
+    "horizontalpodautoscalers": [
+        NAME_COLUMN,
+        _column(
+            "Reference",
+            description="The scaled resource.",
+        ),
+        _column(
+            "Targets",
+            description="Current and target metrics.",
+        ),
+        _column(
+            "MinPods",
+            description="Lower limit of replicas.",
+        ),
+        _column(
+            "MaxPods",
+            description="Upper limit of replicas.",
+        ),
+        _column(
+            "Replicas",
+            description="Current number of replicas.",
+        ),
+        _CREATED,
+    ],
+    "poddisruptionbudgets": [
+        NAME_COLUMN,
+        _column("Min Available", description="The minimum number of pods that must be available."),
+        _column(
+            "Max Unavailable", description="The maximum number of pods that may be unavailable."
+        ),
+        _column(
+            "Allowed Disruptions",
+            "integer",
+            "Pods that may be disrupted now.",
+        ),
+        _CREATED,
+    ],
+}
+
+
+def _workload(
+    group: str,
+    version: str,
+    plural: str,
+    kind: str,
+    short: str,
+    *,
+    status: bool = True,
+    categories: tuple[str, ...] = (),
+) -> ResourceType:
+    strategy = STRATEGIES[plural]
+    return ResourceType(
+        group=group,
+        version=version,
+        plural=plural,
+        singular=kind.lower(),
+        kind=kind,
+        namespaced=True,
+        short_names=[short],
+        categories=list(categories),
+        verbs=list(_BUILTIN_VERBS),
+        subresources=["status"] if status else [],
+        builtin_columns=_WORKLOAD_COLUMNS[plural],
+        builtin_row=strategy.row,
+        strategy=strategy,
+    )
+
+
+def _workload_builtins() -> list[ResourceType]:
+    """apps/v1 workloads, Services, networking, autoscaling/v2 and policy/v1 kinds."""
+    return [
+        _workload("apps", "v1", "deployments", "Deployment", "deploy", categories=("all",)),
+        _workload("apps", "v1", "statefulsets", "StatefulSet", "sts", categories=("all",)),
+        _workload("apps", "v1", "daemonsets", "DaemonSet", "ds", categories=("all",)),
+        _workload("", "v1", "services", "Service", "svc", categories=("all",)),
+        _workload("networking.k8s.io", "v1", "ingresses", "Ingress", "ing"),
+        _workload(
+            "networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", "netpol", status=False
+        ),
+        _workload(
+            "autoscaling",
+            "v2",
+            "horizontalpodautoscalers",
+            "HorizontalPodAutoscaler",
+            "hpa",
+            categories=("all",),
+        ),
+        _workload("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", "pdb"),
+    ]
+
+
 def _all_builtins() -> list[ResourceType]:
-    return [*_builtins(), *_security_builtins()]
+    return [*_builtins(), *_security_builtins(), *_workload_builtins()]
 
 
 BUILTINS: Callable[[], list[ResourceType]] = _all_builtins

@@ -261,6 +261,7 @@ class Store:
         admission.defaults_on_create(rtype, obj)
         warnings = admission.field_validation(rtype, unknown, validation)
         admission.validate(rtype, obj, None, name)
+        admission.allocate(rtype, obj, None, self._others(rtype, namespace, name))
         if rtype.namespaced:
             lifecycle.check_namespace(self, rtype, namespace, name)
         warnings += self._admit("CREATE", rtype, namespace, name, obj, None, None, dry_run)
@@ -342,7 +343,7 @@ class Store:
         elif patch_type == "strategic":
             if not isinstance(patch, dict):
                 raise api_errors.bad_request("a strategic merge patch must be a JSON object")
-            obj = apply_strategic_merge_patch(base, patch)
+            obj = apply_strategic_merge_patch(base, patch, keyed=not rtype.is_custom)
         elif patch_type == "apply":
             if not field_manager:
                 raise api_errors.bad_request(
@@ -439,8 +440,12 @@ class Store:
         if wanted_rv not in (None, "") and str(wanted_rv) != str(current.rv):
             raise api_errors.conflict(rtype.qualified, name)
         unknown = admission.normalize(rtype, obj)
+        if subresource is None:
+            admission.defaults_on_update(rtype, obj)
         obj = lifecycle.updated_object(rtype, current, obj, subresource)
         meta = obj["metadata"]
+        if subresource is None:
+            admission.allocate(rtype, obj, old, self._others(rtype, namespace, name))
         lifecycle.check_finalizers(rtype, obj, old)
         warnings = admission.field_validation(rtype, unknown, validation)
         if obj == old:
@@ -456,6 +461,15 @@ class Store:
             meta.pop("resourceVersion", None)
             return WriteResult(self.remove(rtype, current, obj), 200, warnings)
         return WriteResult(self.commit(rtype, namespace, name, obj, current), 200, warnings)
+
+    def _others(self, rtype: ResourceType, namespace: str, name: str) -> list[Obj]:
+        """Every stored object of ``rtype`` but ``namespace/name`` (what allocation must avoid)."""
+        return [
+            stored.obj
+            for space, objects in self.bucket(rtype).objects.items()
+            for key, stored in objects.items()
+            if (space, key) != (namespace, name)
+        ]
 
     def _admit(
         self,
