@@ -61,5 +61,9 @@ def test_a_failure_in_one_cluster_is_found_by_another_through_the_memory(
     listed = {i["id"]: i for i in status["similarIncidents"]}
     assert listed[name]["source"] == "memory"
     assert listed[name]["cluster"] == "east"
+    # Seed 001's boosts, by name: the same volume (exact name) and the record's quality.
+    assert listed[name]["boosts"]["exactName"] == 1.5
+    assert set(listed[name]["boosts"]) <= {"exactName", "outcome", "quality", "recency"}
+    assert f"{name} from cluster east" in status["risk"]["reasoning"]
     assert status["risk"]["mostRelevantIncident"] == name
     assert status["engine"]["sources"] == ["cluster", "memory"]

@@ -226,7 +226,21 @@ class VectorNeighbours:
         if not incidents:
             return []
         text = request_text(action)
-        query = self._query_vector(text)
+        frequencies, embedder = self.frequencies, self.embedder
+        added = []
+        if frequencies is not None and isinstance(embedder, LexicalEmbedder):
+            # The query's idf counts the memory's incidents for this request, as the history
+            # would once they joined it: a word only they have would otherwise weigh nothing.
+            # Callers hold the history's lock (AssessmentService.score), so no other request
+            # sees the table while they are in it.
+            added = [embedder.feature_keys(incident_text(i), frequencies) for i in incidents]
+            for keys in added:
+                frequencies.add(keys)
+        try:
+            query = self._query_vector(text)
+        finally:
+            for keys in added:
+                frequencies.remove(keys)  # type: ignore[union-attr]
         cosines = (embed_incidents(self.embedder, incidents, self.title_weight) @ query).tolist()
         scores = [float(c) for c in cosines]
         if self.fusion_weight > 0:
