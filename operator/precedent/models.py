@@ -380,6 +380,11 @@ class SimilarIncident(WireModel):
     cluster: str | None = Field(
         default=None, description="The cluster that wrote it (fleet memory and cluster only)."
     )
+    boosts: dict[str, float] | None = Field(
+        default=None,
+        description="Seed 001's rerank boosts applied to a fleet-memory incident, by name "
+        "(exactName, outcome, quality, recency); their product multiplies its relevance.",
+    )
 
 
 class RiskFactor(WireModel):

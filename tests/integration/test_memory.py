@@ -5,14 +5,17 @@ east writes it to the memory, and cluster west — which never saw it — finds 
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from opensearchpy.exceptions import ConnectionError
 
 from precedent.core.outcomes import incident_name
 from precedent.demo import apply
+from precedent.metrics import METRICS
 from precedent_sandbox import SandboxThread
 from tests.integration.conftest import DATA, REPO, Cluster, eventually
 from tests.integration.test_outcomes import defrag_request, handled, report
@@ -61,5 +64,60 @@ def test_a_failure_in_one_cluster_is_found_by_another_through_the_memory(
     listed = {i["id"]: i for i in status["similarIncidents"]}
     assert listed[name]["source"] == "memory"
     assert listed[name]["cluster"] == "east"
+    # Seed 001's boosts, by name: the same volume (exact name) and the record's quality.
+    assert listed[name]["boosts"]["exactName"] == 1.5
+    assert set(listed[name]["boosts"]) <= {"exactName", "outcome", "quality", "recency"}
+    assert f"{name} from cluster east" in status["risk"]["reasoning"]
     assert status["risk"]["mostRelevantIncident"] == name
     assert status["engine"]["sources"] == ["cluster", "memory"]
+
+
+class _DownClient(FakeMemoryClient):
+    """openmock's client whose searches fail as an unreachable OpenSearch does (opensearch-py's
+    own ``ConnectionError``), or never answer (``hang``)."""
+
+    def __init__(self, *, hang: bool) -> None:
+        super().__init__()
+        self.hang = hang
+
+    async def search(self, *_: Any, **__: Any) -> dict[str, Any]:
+        if self.hang:
+            await asyncio.sleep(3600)
+        raise ConnectionError("N/A", "connection refused", OSError("connection refused"))
+
+
+def _queries(status: str) -> float:
+    value = METRICS.memory_queries.labels(status=status)._value.get()
+    return float(value)
+
+
+@pytest.mark.parametrize(
+    ("hang", "reason", "status"),
+    [(True, "memory: timeout after 300 ms", "timeout"), (False, "unreachable", "unreachable")],
+)
+def test_a_memory_that_is_down_or_hangs_leaves_requests_ready_and_says_so(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch, hang: bool, reason: str, status: str
+) -> None:
+    down = _DownClient(hang=hang)
+    monkeypatch.setattr("precedent.adapters.memory_opensearch.AsyncOpenSearch", lambda **_: down)
+    monkeypatch.setenv("PRECEDENT_MEMORY_ENABLED", "true")
+    monkeypatch.setenv("PRECEDENT_MEMORY_URL", "http://memory.test:9200")
+    monkeypatch.setenv("PRECEDENT_MEMORY_TIMEOUT_MS", "300")
+    monkeypatch.setenv("PRECEDENT_BREAKER_FAILURE_THRESHOLD", "2")
+    before = _queries(status), _queries("circuit_open")
+    with cluster.operator():
+        sources = []
+        for n in range(3):
+            assert cluster.create(defrag_request(f"down-{n}")).status_code == 201
+            status_ = cluster.wait_ready(f"down-{n}")["status"]
+            assert status_["risk"]["band"] in {"low", "medium", "high"}
+            sources.append(status_["engine"]["sources"])
+    # Assessed from the local history; the memory named as unavailable, with the reason.
+    assert all(s[0] == "cluster" for s in sources)
+    assert reason in sources[0][1]
+    assert reason in sources[1][1]
+    # Two failures open the breaker: the third request does not wait for the memory at all.
+    assert sources[2][1] == "memory: circuit open"
+    assert _queries(status) - before[0] == 2
+    assert _queries("circuit_open") - before[1] == 1
+    assert METRICS.memory_circuit_state._value.get() == 2

@@ -229,3 +229,46 @@ def test_enabled_but_misconfigured_memory_names_the_variable() -> None:
         )
     assert build_memory(Settings()) is None
     assert Settings(memory_edge_max_age="2d").memory_edge_max_age.total_seconds() == 172800  # type: ignore[arg-type]
+
+
+async def test_a_memory_incident_shows_its_boosts_and_the_reasoning_names_it() -> None:
+    client = FakeMemoryClient()
+    store = OpenSearchMemory(client, index=INDEX)
+    await store.upsert([shared("INC-EAST-1")])
+    service = service_with(store)
+    assessment = await service.assess(REQUEST)
+    [listed] = assessment.similar_incidents
+    # Seed 001's boosts that applied: the exact name (vol-9) and the record's quality; an
+    # unresolved outcome and a time far from ``now`` add none.
+    assert listed.boosts == {"exactName": 1.5, "quality": 1.0}
+    assert "Fleet memory: 1 listed incident came from other clusters" in assessment.risk.reasoning
+    assert "INC-EAST-1 from cluster east" in assessment.risk.reasoning
+    assert "most relevant incident INC-EAST-1 is from cluster east" in assessment.risk.reasoning
+
+
+async def test_a_memory_incident_is_compared_by_meaning_as_well_as_by_the_rules() -> None:
+    client = FakeMemoryClient()
+    store = OpenSearchMemory(client, index=INDEX)
+    await store.upsert([shared("INC-EAST-1")])
+    local = Incident.model_validate(
+        {
+            "id": "INC-LOCAL",
+            "title": "Certificate renewal broke the ingress",
+            "action": "certificate_renewal",
+            "resource": {"type": "secret", "name": "tls-ingress"},
+        }
+    )
+    config = Settings(history_path="", catalog="", cluster_name="west")  # type: ignore[call-arg]
+    service = build_service(config, incidents=[local], mode="hybrid", follows_cluster=True)
+    enabled = config.model_copy(update={"memory_enabled": True})
+    service.memory = build_memory(enabled, store=store, metrics=Metrics(CollectorRegistry()))
+    assessment = await service.assess(REQUEST)
+    listed = {s.id: s for s in assessment.similar_incidents}
+    semantic = listed["INC-EAST-1"].parts.semantic
+    # Embedded and scored like an indexed incident: the defrag request and the defrag
+    # incident share their words (which the local history never saw), so the semantic
+    # similarity is well above nothing.
+    assert semantic is not None
+    assert semantic > 0.3
+    assert listed["INC-EAST-1"].source == "memory"
+    assert assessment.engine.embedder is not None

@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
 
 from precedent.adapters.faiss_index import FaissIncidentIndex
 from precedent.core import semantic
@@ -181,6 +184,9 @@ class VectorNeighbours:
 
     def cosines(self, text: str, k: int, *, domain: str | None = None) -> list[tuple[str, float]]:
         """Up to ``k`` ``(incident id, cosine)`` pairs for a text, best first."""
+        return self.index.search(self._query_vector(text), k, domain=domain)
+
+    def _query_vector(self, text: str) -> npt.NDArray[np.float32]:
         embedder = self.embedder
         if (
             isinstance(embedder, LexicalEmbedder)
@@ -194,7 +200,7 @@ class VectorNeighbours:
                 if isinstance(embedder, LexicalEmbedder)
                 else embedder.embed([text])
             )
-        return self.index.search(vector[0], k, domain=domain)
+        return np.asarray(vector[0], dtype=np.float32)
 
     def neighbours(self, action: ProposedAction, history: History, k: int) -> Mapping[int, float]:
         """Up to ``k`` incident positions with calibrated semantic similarity above 0."""
@@ -212,6 +218,40 @@ class VectorNeighbours:
             if pos is not None and similarity > 0:
                 found[pos] = similarity
         return found
+
+    def score_incidents(self, action: ProposedAction, incidents: Sequence[Incident]) -> list[float]:
+        """Calibrated semantic similarity of incidents outside the index (the fleet memory's)
+        to the request: embedded as the index's incidents are, fused with BM25 over the
+        history's statistics and calibrated as :meth:`neighbours` does; 0 for another domain."""
+        if not incidents:
+            return []
+        text = request_text(action)
+        frequencies, embedder = self.frequencies, self.embedder
+        added = []
+        if frequencies is not None and isinstance(embedder, LexicalEmbedder):
+            # The query's idf counts the memory's incidents for this request, as the history
+            # would once they joined it: a word only they have would otherwise weigh nothing.
+            # Callers hold the history's lock (AssessmentService.score), so no other request
+            # sees the table while they are in it.
+            added = [embedder.feature_keys(incident_text(i), frequencies) for i in incidents]
+            for keys in added:
+                frequencies.add(keys)
+        try:
+            query = self._query_vector(text)
+        finally:
+            for keys in added:
+                frequencies.remove(keys)  # type: ignore[union-attr]
+        cosines = (embed_incidents(self.embedder, incidents, self.title_weight) @ query).tolist()
+        scores = [float(c) for c in cosines]
+        if self.fusion_weight > 0:
+            lexical = self.bm25.match_texts(text, [incident_text(i) for i in incidents])
+            scores = semantic.fuse(scores, lexical.tolist(), self.fusion_weight)
+        return [
+            0.0
+            if action.domain is not None and incident.domain != action.domain
+            else max(0.0, self.calibration(score))
+            for incident, score in zip(incidents, scores, strict=True)
+        ]
 
     def stats(self) -> IndexStats:
         """The index's stats."""

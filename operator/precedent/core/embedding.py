@@ -409,17 +409,41 @@ class Bm25Match:
         if ceiling <= 0 or not self._docs:
             return out
         avg = self._total / len(self._docs) or 1.0
-        k1, b = self._k1, self._b
         for row, doc_id in enumerate(ids):
             found = self._docs.get(doc_id)
             if found is None:
                 continue
             counts, length, _ = found
-            norm = k1 * (1.0 - b + b * length / avg)
-            score = 0.0
-            for word, weight in idf.items():
-                tf = counts.get(word)
-                if tf:
-                    score += weight * tf * (k1 + 1.0) / (tf + norm)
-            out[row] = score / ceiling
+            out[row] = self._score(idf, ceiling, avg, counts, length)
         return out
+
+    def match_texts(self, query: str, texts: Sequence[str]) -> npt.NDArray[np.float64]:
+        """One 0–1 score per text that was not added (the fleet memory's incidents), weighed
+        by the added documents' frequencies and average length, as ``match`` weighs them."""
+        out = np.zeros(len(texts), dtype=np.float64)
+        idf = {w: self._idf(w) for w in set(tokenize(query))}
+        ceiling = sum(idf.values()) * (self._k1 + 1.0)
+        if ceiling <= 0 or not self._docs:
+            return out
+        avg = self._total / len(self._docs) or 1.0
+        for row, text in enumerate(texts):
+            counts = Counter(tokenize(text))
+            out[row] = self._score(idf, ceiling, avg, counts, sum(counts.values()))
+        return out
+
+    def _score(
+        self,
+        idf: dict[str, float],
+        ceiling: float,
+        avg: float,
+        counts: Counter[str],
+        length: int,
+    ) -> float:
+        k1, b = self._k1, self._b
+        norm = k1 * (1.0 - b + b * length / avg)
+        score = 0.0
+        for word, weight in idf.items():
+            tf = counts.get(word)
+            if tf:
+                score += weight * tf * (k1 + 1.0) / (tf + norm)
+        return score / ceiling

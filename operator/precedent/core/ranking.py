@@ -21,7 +21,13 @@ from datetime import datetime
 
 from precedent.models import Incident, IncidentOutcome, Severity
 
-__all__ = ["DEFAULT_PRIORITY_WEIGHTS", "RankedScore", "RankingWeights", "rank_score"]
+__all__ = [
+    "DEFAULT_PRIORITY_WEIGHTS",
+    "RankedScore",
+    "RankingWeights",
+    "boost_parts",
+    "rank_score",
+]
 
 DEFAULT_PRIORITY_WEIGHTS: dict[Severity, float] = {
     Severity.CRITICAL: 1.0,
@@ -81,24 +87,40 @@ def _boost(
     incident: Incident, resource_name: str | None, now: datetime | None, w: RankingWeights
 ) -> float:
     boost = 1.0
+    for factor in boost_parts(incident, resource_name=resource_name, now=now, weights=w).values():
+        boost *= factor
+    return boost
+
+
+def boost_parts(
+    incident: Incident,
+    *,
+    resource_name: str | None,
+    now: datetime | None,
+    weights: RankingWeights | None = None,
+) -> dict[str, float]:
+    """Seed 001's rerank boosts that apply to ``incident``, by name (their product is the
+    boost): ``exactName``, ``outcome``, ``quality`` (always), ``recency``."""
+    w = weights or RankingWeights()
+    parts: dict[str, float] = {}
     if (
         resource_name
         and incident.resource is not None
         and incident.resource.name.strip().lower() == resource_name.strip().lower()
     ):
-        boost *= w.exact_name_boost
+        parts["exactName"] = w.exact_name_boost
     if incident.outcome is IncidentOutcome.RESOLVED:
-        boost *= w.resolved_boost
+        parts["outcome"] = w.resolved_boost
     elif incident.outcome is IncidentOutcome.PARTIAL:
-        boost *= w.partial_boost
-    boost *= w.quality_floor + (1.0 - w.quality_floor) * incident.quality_score
+        parts["outcome"] = w.partial_boost
+    parts["quality"] = w.quality_floor + (1.0 - w.quality_floor) * incident.quality_score
     if now is not None and incident.occurred_at is not None:
         age_days = (now - incident.occurred_at).total_seconds() / 86400.0
         if 0 <= age_days < w.recent_days:
-            boost *= w.recent_boost
+            parts["recency"] = w.recent_boost
         elif 0 <= age_days < w.fresh_days:
-            boost *= w.fresh_boost
-    return boost
+            parts["recency"] = w.fresh_boost
+    return parts
 
 
 def rank_score(

@@ -35,6 +35,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -228,6 +229,11 @@ class _Codes:
             return -1
         return self._codes.setdefault(value.strip().lower(), len(self._codes))
 
+    def copy(self) -> _Codes:
+        out = _Codes()
+        out._codes = dict(self._codes)
+        return out
+
     def lookup(self, value: str | None) -> int:
         # -1 means unknown (never compared); -2 is a known value no incident has.
         if not value:
@@ -258,14 +264,14 @@ class IncidentContext:
             [by_outcome.get(i.outcome, 1.0) for i in incidents], dtype=np.float64
         )
         # Recurring: another incident records the same action on the same resource.
-        keys = [
-            (i.action, i.resource.name.strip().lower()) if i.action and i.resource else None
-            for i in incidents
-        ]
+        keys = [_recurrence_key(i) for i in incidents]
         counts: dict[tuple[str, str], int] = {}
-        for key in keys:
+        first: dict[tuple[str, str], int] = {}
+        for pos, key in enumerate(keys):
             if key is not None:
                 counts[key] = counts.get(key, 0) + 1
+                first.setdefault(key, pos)
+        self._counts, self._first = counts, first
         self.recurring: BoolArray = np.array(
             [key is not None and counts[key] > 1 for key in keys], dtype=np.bool_
         )
@@ -279,6 +285,56 @@ class IncidentContext:
         self.size = n
         self.ids: tuple[str, ...] = tuple(i.id for i in incidents)
 
+    def extended(self, extra: Sequence[Incident]) -> IncidentContext:
+        """This context with ``extra`` appended, equal to one built over all of them, at the
+        cost of the extra incidents (the fleet memory's few joining a large history)."""
+        tail = IncidentContext.__new__(IncidentContext)
+        tail.weights = self.weights
+        tail._namespaces, tail._clusters = self._namespaces.copy(), self._clusters.copy()
+        w = self.weights
+        by_outcome = {IncidentOutcome.UNRESOLVED: w.unresolved, IncidentOutcome.PARTIAL: w.partial}
+        counts, first = dict(self._counts), dict(self._first)
+        recurring = self.recurring.copy()
+        extra_recurring: list[bool] = []
+        keys = [_recurrence_key(i) for i in extra]
+        for pos, key in enumerate(keys, start=self.size):
+            if key is not None:
+                counts[key] = counts.get(key, 0) + 1
+                first.setdefault(key, pos)
+        for key in keys:
+            extra_recurring.append(key is not None and counts[key] > 1)
+            if key is not None and counts[key] > 1 and first[key] < self.size:
+                recurring[first[key]] = True  # a held incident now has a repeat
+        tail._counts, tail._first = counts, first
+
+        def more(values: list[Any], dtype: Any, held: npt.NDArray[Any]) -> npt.NDArray[Any]:
+            return np.concatenate([held, np.array(values, dtype=dtype)])
+
+        tail.severity = more(
+            [w.severity[i.severity.value] for i in extra], np.float64, self.severity
+        )
+        tail.tier = more([environment_tier(i.environment) for i in extra], np.int8, self.tier)
+        tail.namespace = more(
+            [tail._namespaces.code(i.namespace) for i in extra], np.int32, self.namespace
+        )
+        tail.cluster = more([tail._clusters.code(i.cluster) for i in extra], np.int32, self.cluster)
+        tail.outcome = more(
+            [by_outcome.get(i.outcome, 1.0) for i in extra], np.float64, self.outcome
+        )
+        recurring_tail = np.array(extra_recurring, dtype=np.bool_)
+        tail.recurring = np.concatenate([recurring, recurring_tail])
+        tail.occurred = more(
+            [_epoch(i.occurred_at) if i.occurred_at else np.nan for i in extra],
+            np.float64,
+            self.occurred,
+        )
+        tail.known_action = more(
+            [i.action in ACTION_KEYWORDS for i in extra], np.bool_, self.known_action
+        )
+        tail.size = self.size + len(extra)
+        tail.ids = (*self.ids, *(i.id for i in extra))
+        return tail
+
     def namespace_code(self, value: str | None) -> int:
         """The code of a request's namespace (-1 unknown)."""
         return self._namespaces.lookup(value)
@@ -286,6 +342,12 @@ class IncidentContext:
     def cluster_code(self, value: str | None) -> int:
         """The code of a request's cluster (-1 unknown)."""
         return self._clusters.lookup(value)
+
+
+def _recurrence_key(incident: Incident) -> tuple[str, str] | None:
+    if incident.action and incident.resource:
+        return (incident.action, incident.resource.name.strip().lower())
+    return None
 
 
 def _epoch(moment: datetime) -> float:

@@ -107,6 +107,12 @@ class _Codebook:
     def code(self, value: str) -> int:
         return self._codes.setdefault(value, len(self._codes))
 
+    def copy(self) -> _Codebook:
+        """An independent copy (an extended matrix adds codes without changing this one)."""
+        out = _Codebook()
+        out._codes = dict(self._codes)
+        return out
+
     def lookup(self, value: str) -> int:
         # An unseen value matches nothing; -2 is never assigned.
         return self._codes.get(value, -2) if value else -2
@@ -140,6 +146,41 @@ class RuleMatrix:
 
     def __len__(self) -> int:
         return self._size
+
+    def extended(self, extra: Sequence[Incident]) -> RuleMatrix:
+        """This matrix with ``extra`` appended, without recoding the incidents it holds.
+
+        Equal to ``RuleMatrix([*incidents, *extra])`` at a cost of the extra incidents (plus
+        array copies): the fleet memory's few incidents join a request's view of a large
+        history.
+        """
+        out = RuleMatrix.__new__(RuleMatrix)
+        out._size = self._size + len(extra)
+        out._actions, out._types = self._actions.copy(), self._types.copy()
+        out._names = self._names.copy()
+        out._action_codes = np.concatenate(
+            [self._action_codes, np.array([out._actions.code(i.action) for i in extra], np.int32)]
+        )
+        out._type_codes = np.concatenate(
+            [
+                self._type_codes,
+                np.array([out._types.code(_incident_type(i)) for i in extra], np.int32),
+            ]
+        )
+        out._name_codes = np.concatenate(
+            [
+                self._name_codes,
+                np.array([out._names.code(_incident_name(i)) for i in extra], np.int32),
+            ]
+        )
+        postings = dict(self._postings)
+        for pos, incident in enumerate(extra, start=self._size):
+            for tag in {t.lower() for t in incident.tags}:
+                held = postings.get(tag)
+                row = np.array([pos], dtype=np.int64)
+                postings[tag] = row if held is None else np.concatenate([held, row])
+        out._postings = postings
+        return out
 
     def score(self, action: ProposedAction) -> RuleScores:
         """Every incident's rule-similarity parts for ``action``."""

@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import ValidationError
 
@@ -40,7 +40,7 @@ from precedent.core.normalize import ProposedAction, TargetMismatch, normalize_r
 from precedent.core.playbooks import PlaybookQuery, SuccessPrior, historical_success
 from precedent.core.policy import PolicyEngine
 from precedent.core.ports import PlaybookDecision, SemanticNeighbours
-from precedent.core.ranking import RankingWeights
+from precedent.core.ranking import RankingWeights, boost_parts
 from precedent.core.risk_model import OutcomeEvidence
 from precedent.core.similarity import SIMILARITY_THRESHOLD
 from precedent.core.snapshot import History
@@ -51,6 +51,7 @@ from precedent.models import (
     Incident,
     Playbook,
     RemediationRequestSpec,
+    RiskAssessment,
     SimilarIncident,
 )
 from precedent.services.history import HistoryStore
@@ -67,6 +68,29 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+
+@runtime_checkable
+class OutsideIncidentScorer(Protocol):
+    """A semantic neighbour source that can also score incidents it does not index."""
+
+    def score_incidents(self, action: ProposedAction, incidents: Sequence[Incident]) -> list[float]:
+        """Semantic similarity (0–1) of each of ``incidents`` to the request."""
+        ...
+
+
+def _memory_reasoning(similar: Sequence[SimilarIncident], risk: RiskAssessment) -> str:
+    """What the fleet memory contributed, for the risk reasoning (empty when nothing)."""
+    shared = [s for s in similar if s.source == "memory"]
+    if not shared:
+        return ""
+    named = ", ".join(f"{s.id} from cluster {s.cluster or 'unknown'}" for s in shared)
+    noun = "incident" if len(shared) == 1 else "incidents"
+    text = f" Fleet memory: {len(shared)} listed {noun} came from other clusters ({named})."
+    top = next((s for s in shared if s.id == risk.most_relevant_incident), None)
+    if top is not None:
+        text += f" The most relevant incident {top.id} is from cluster {top.cluster or 'unknown'}."
+    return text
 
 
 def parse_request_spec(spec: Mapping[str, Any]) -> RemediationRequestSpec:
@@ -246,11 +270,12 @@ class AssessmentService:
         its incidents to this request's view of the history.
         """
         with self.history.lock:
-            history = self.history.snapshot
-            neighbours = None
-            if self.config.mode != "rules" and self.neighbours is not None and len(history):
-                neighbours = self.neighbours.neighbours(action, history, self.config.semantic_k)
-            history, writers = self._with_memory(history, recall)
+            snapshot = self.history.snapshot
+            neighbours: Mapping[int, float] | None = None
+            if self.config.mode != "rules" and self.neighbours is not None and len(snapshot):
+                neighbours = self.neighbours.neighbours(action, snapshot, self.config.semantic_k)
+            history, writers = self._with_memory(snapshot, recall)
+            neighbours = self._memory_neighbours(action, snapshot, history, neighbours)
             result = evaluate_history(
                 history,
                 action,
@@ -263,8 +288,16 @@ class AssessmentService:
                 risk_model=self.config.risk_model,
                 outcomes=self.evidence() if self.evidence is not None else None,
             )
-            similar = [self._sourced(s, writers) for s in result.similar]
-        return history, HistoricalResult(result.risk, similar, result.similar_count)
+            weights = ranking or self.config.ranking
+            similar = [
+                self._sourced(s, writers, history, action, now, weights) for s in result.similar
+            ]
+        risk = result.risk
+        if writers:
+            risk = risk.model_copy(
+                update={"reasoning": f"{risk.reasoning}{_memory_reasoning(similar, risk)}"}
+            )
+        return history, HistoricalResult(risk, similar, result.similar_count)
 
     # -- the fleet memory's part (seed 001) ----------------------------------------------------
 
@@ -275,8 +308,9 @@ class AssessmentService:
         """This request's history view: the snapshot plus the memory's incidents it lacks.
 
         Local incidents win over the memory's copy of the same id. The memory's incidents go
-        after the snapshot's, so the snapshot's positions (the vector neighbours') still hold;
-        they are compared by the rules (the memory's text match chose them).
+        after the snapshot's, so the snapshot's positions (the vector neighbours') still hold.
+        The snapshot is extended, not rebuilt: a rebuild costs a pass over every incident on
+        every request (``History.extended``).
         """
         if recall is None or not recall.hits:
             return history, {}
@@ -284,14 +318,62 @@ class AssessmentService:
         if not extra:
             return history, {}
         writers = {h.incident.id: h.cluster for h in extra}
-        return History([*history.incidents, *(h.incident for h in extra)]), writers
+        return history.extended([h.incident for h in extra]), writers
+
+    def _memory_neighbours(
+        self,
+        action: ProposedAction,
+        snapshot: History,
+        history: History,
+        neighbours: Mapping[int, float] | None,
+    ) -> Mapping[int, float] | None:
+        """The vector neighbours plus the memory's incidents' semantic similarity.
+
+        The memory's incidents are not in the vector index (it follows this cluster's history
+        only); they are embedded and scored against the request with the same embedder, BM25
+        statistics and calibration, so they compete with local incidents on meaning too.
+        """
+        scorer = self.neighbours
+        if (
+            self.config.mode == "rules"
+            or len(history) == len(snapshot)
+            or not isinstance(scorer, OutsideIncidentScorer)
+        ):
+            return neighbours
+        found = dict(neighbours or {})
+        extra = history.incidents[len(snapshot) :]
+        scores = scorer.score_incidents(action, extra)
+        for pos, similarity in enumerate(scores, start=len(snapshot)):
+            if similarity > 0:
+                found[pos] = similarity
+        return found
 
     def _sourced(
-        self, similar: SimilarIncident, writers: Mapping[str, str | None]
+        self,
+        similar: SimilarIncident,
+        writers: Mapping[str, str | None],
+        history: History,
+        action: ProposedAction,
+        now: datetime | None,
+        ranking: RankingWeights,
     ) -> SimilarIncident:
-        """A listed incident with where it came from and which cluster wrote it."""
+        """A listed incident with where it came from, which cluster wrote it and, for the
+        memory's, the boosts that ranked it (seed 001)."""
         if similar.id in writers:
-            return similar.model_copy(update={"source": "memory", "cluster": writers[similar.id]})
+            incident = history.get(similar.id)
+            boosts = (
+                {
+                    name: round(value, 4)
+                    for name, value in boost_parts(
+                        incident, resource_name=action.resource_name, now=now, weights=ranking
+                    ).items()
+                }
+                if incident is not None
+                else None
+            )
+            return similar.model_copy(
+                update={"source": "memory", "cluster": writers[similar.id], "boosts": boosts}
+            )
         origin = self.history.origin(similar.id)
         if origin == "cluster":
             own = self.memory.cluster_name if self.memory is not None else None
