@@ -349,7 +349,15 @@ async def test_many_requests_are_selected_concurrently_in_order(
                 "labels": {"incident-type": "database-failure"},
             }
         ),
-        SPEC.model_copy(update={"description": "quarterly budget review", "labels": {}}),
+        # Nothing fits: no playbook runs this action or speaks of this (the request's action
+        # counts as a label, so an unrelated text with a listed action could still qualify).
+        SPEC.model_copy(
+            update={
+                "action": "review_costs",
+                "description": "quarterly budget review",
+                "labels": {},
+            }
+        ),
     ]
     async with selector(client(server.url, metrics, clock, sleeps), metrics, clock, None) as s:
         outcomes = await s.select_many(
