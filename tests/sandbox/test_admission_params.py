@@ -228,7 +228,11 @@ async def test_a_namespace_for_a_cluster_scoped_param_kind_is_a_configuration_er
         "spec": {
             "policyName": "replicalimit-policy.example.com",
             "validationActions": ["Deny"],
-            "paramRef": {"selector": {}, "namespace": "default", "parameterNotFoundAction": "Allow"},
+            "paramRef": {
+                "selector": {},
+                "namespace": "default",
+                "parameterNotFoundAction": "Allow",
+            },
         },
     }
     created = await api.post(f"{ADMISSION}/validatingadmissionpolicybindings", json=binding)

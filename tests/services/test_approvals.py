@@ -316,5 +316,6 @@ def test_a_lapsed_break_glass_approval_leaves_the_request_denied() -> None:
     assert decided.risk.decision is Decision.APPROVED
     back = lapsed(decided, record)
     assert back.risk.decision is Decision.DENIED
-    assert back.policy is not None and back.policy.approval is None
+    assert back.policy is not None
+    assert back.policy.approval is None
     assert approval_condition(back).reason == "Denied"

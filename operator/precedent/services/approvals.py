@@ -517,7 +517,6 @@ class ApprovalService:
             note = EventNote("Warning", "Expired", expired)
         return replace(handled, request=reference, request_event=note)
 
-
     async def expire(self, body: Mapping[str, Any], *, now: datetime) -> ApprovalHandled | None:
         """An accepted approval whose ``expiresAt`` has passed: if it still decides its
         request, the request waits again (:func:`lapsed`; Approved False, reason Expired) and

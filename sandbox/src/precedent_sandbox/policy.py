@@ -417,7 +417,9 @@ class PolicyAdmission:
             found = [stored.obj] if stored is not None else []
         elif selector is not None:
             found = [
-                s.obj for _, s in sorted(objects.items()) if selector_matches(selector, _labels(s.obj))
+                s.obj
+                for _, s in sorted(objects.items())
+                if selector_matches(selector, _labels(s.obj))
             ]
         else:
             raise _binding_error("one of name or selector must be provided")
