@@ -281,7 +281,9 @@ def test_an_accepted_approval_that_expires_sends_the_request_back_to_waiting() -
     assert handled.status is not None
     assert (handled.status["state"], handled.status["reason"]) == ("Ignored", "Expired")
     (patch,) = requests.patches
-    status = patch["status"]
+    assert requests.body is not None
+    # What the API server stores: the merge patch over the approved status.
+    status = merge_patch(requests.body["status"], patch["status"])
     assert signer.answered({"metadata": {"uid": "uid-1"}, "status": status})
     assert status["risk"]["decision"] == "Escalated"
     assert status["risk"]["reasoning"] == "r."  # the approval's sentence is gone
@@ -319,3 +321,16 @@ def test_a_lapsed_break_glass_approval_leaves_the_request_denied() -> None:
     assert back.policy is not None
     assert back.policy.approval is None
     assert approval_condition(back).reason == "Denied"
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch, as the API server applies application/merge-patch+json."""
+    if not isinstance(patch, dict):
+        return patch
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result

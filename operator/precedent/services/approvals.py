@@ -545,8 +545,11 @@ class ApprovalService:
             now=now,
             expired=note,
         ).signed(self.signer, str(meta.get("uid", "")))
+        # A merge patch keeps what it does not mention: the approval's by/at/reason must be
+        # removed explicitly, or the stored status would not be the one just signed.
+        body = _removing(update.patch(), status, _STATUS_FIELDS)
         await self.requests.patch_request_status(
-            record.namespace, target, update.patch(), str(meta.get("resourceVersion"))
+            record.namespace, target, body, str(meta.get("resourceVersion"))
         )
         verdict = _ignored(
             "Expired",
@@ -565,6 +568,22 @@ class ApprovalService:
             reference,
             EventNote("Warning", "Expired", f"{note}; waiting for a new approval"),
         )
+
+
+def _removing(
+    new: Mapping[str, Any], old: Mapping[str, Any], keys: Iterable[str] | None = None
+) -> dict[str, Any]:
+    """``new`` as a merge patch over ``old``: fields of ``old`` it lacks (within ``keys`` at the
+    top level; everything below) are set to null so that the patch removes them."""
+    patch = dict(new)
+    for key, value in old.items():
+        if keys is not None and key not in keys:
+            continue  # another writer's fields (kopf's progress records) are left alone
+        if key not in patch:
+            patch[key] = None
+        elif isinstance(value, Mapping) and isinstance(patch[key], Mapping):
+            patch[key] = _removing(patch[key], value)
+    return patch
 
 
 def _pending(assessment: Assessment) -> bool:
