@@ -437,6 +437,55 @@ async def handle_approval(
     logger.info("%s: %s", handled.verdict.reason, handled.verdict.message)
 
 
+def _accepted_with_expiry(spec: kopf.Spec, status: kopf.Status, **_: Any) -> bool:
+    return bool(spec.get("expiresAt")) and status.get("state") == "Accepted"
+
+
+# A daemon rather than a timer: it runs only for accepted approvals that have an expiresAt
+# (the filter), sleeps until exactly that moment instead of polling every request, and kopf
+# starts it again for each such approval after a restart (an expiry missed while the operator
+# was down is applied at once).
+@kopf.daemon(*APPROVALS, id="approval-expiry", when=_accepted_with_expiry, cancellation_timeout=5)
+async def approval_expiry(
+    body: kopf.Body,
+    stopped: kopf.DaemonStopped,
+    patch: kopf.Patch,
+    memo: kopf.Memo,
+    logger: kopf.Logger,
+    **_: Any,
+) -> None:
+    """When an accepted approval's expiresAt passes, its request waits again (Expired)."""
+    approvals: ApprovalService = memo.approvals
+    try:
+        expires = _timestamp(str((body.get("spec") or {}).get("expiresAt") or "")) or None
+    except ValueError:
+        return  # the CRD's date-time format keeps this from happening; nothing to wait for
+    while not stopped and expires is not None:
+        remaining = (expires - datetime.now(UTC)).total_seconds()
+        if remaining > 0:
+            await stopped.wait(remaining)
+            continue
+        try:
+            handled = await approvals.expire(body, now=datetime.now(UTC))
+        except DependencyError as exc:  # a conflicting write or the API away: try again
+            logger.warning("approval expiry not applied yet: %s", exc)
+            await stopped.wait(APPROVAL_RETRY_SECONDS)
+            continue
+        if handled is None:
+            return  # it no longer decides its request: nothing to take back
+        if handled.status is not None:
+            patch.status.update(handled.status)
+        if handled.event is not None:
+            note = handled.event
+            kopf.event(body, type=note.type, reason=note.reason, message=note.message)
+        if handled.request is not None and handled.request_event is not None:
+            note = handled.request_event
+            reference = kopf.Body(cast("kopf.RawBody", handled.request))
+            kopf.event(reference, type=note.type, reason=note.reason, message=note.message)
+        logger.info("%s: %s", handled.verdict.reason, handled.verdict.message)
+        return
+
+
 @kopf.on.probe(id="history")
 def probe_history(memo: kopf.Memo, **_: Any) -> int:
     """Liveness/readiness detail at /healthz: incidents in the current snapshot."""

@@ -4,6 +4,7 @@ resource is a bad spec."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -163,7 +164,10 @@ def test_invalid_approvals_are_ignored_with_the_reason(
     assert warned[0]["reason"] == reason
     answer = cluster.get_request("tls-x")
     assert answer["status"]["risk"]["decision"] == "Escalated"
-    assert condition(answer, "Approved")["status"] == "Unknown"  # type: ignore[index]
+    # An approval that came too late leaves the request not approved (False, Expired); the
+    # others leave it Pending (Unknown).
+    expected = "False" if reason == "Expired" else "Unknown"
+    assert condition(answer, "Approved")["status"] == expected  # type: ignore[index]
 
 
 def test_audit_only_mode_makes_nothing_wait(
@@ -198,3 +202,42 @@ def test_a_resource_id_naming_another_resource_is_a_bad_spec(cluster: Cluster) -
     assert "spec.target.resourceId: names foo/bar" in stalled["message"]
     assert "spec.target.name is sql-prod" in stalled["message"]
     assert "risk" not in answer["status"]
+
+
+def test_an_approval_that_expires_sends_the_request_back_to_waiting(cluster: Cluster) -> None:
+    assert cluster.create(request("tls-lapse")).status_code == 201
+    with cluster.operator():
+        approved_condition(cluster, "tls-lapse", "Pending")
+        # A few seconds: long enough to be accepted first, short enough for a test.
+        expires = datetime.now(UTC) + timedelta(seconds=6)
+        stamp = expires.strftime("%Y-%m-%dT%H:%M:%SZ")
+        create_approval(cluster, approval("tls-lapse-ok", "tls-lapse", expiresAt=stamp))
+        approved = approved_condition(cluster, "tls-lapse", "Approved")
+        assert approved["status"]["risk"]["decision"] == "Approved"
+        lapsed = approved_condition(cluster, "tls-lapse", "Expired")
+        expired = judged_as(cluster, "tls-lapse-ok", "Expired")
+        # Approvals are immutable: a new one is how the request goes ahead again.
+        create_approval(cluster, approval("tls-lapse-again", "tls-lapse"))
+        again = approved_condition(cluster, "tls-lapse", "Approved")
+    cond = condition(lapsed, "Approved")
+    assert cond is not None
+    assert cond["status"] == "False"
+    assert f"approval tls-lapse-ok expired at {stamp}" in cond["message"]
+    assert lapsed["status"]["risk"]["decision"] == "Escalated"
+    assert lapsed["status"]["policy"]["approval"] == {"state": "Pending"}
+    assert expired["status"]["state"] == "Ignored"
+    warnings = [e for e in cluster.events_for("tls-lapse") if e["reason"] == "Expired"]
+    assert warnings
+    assert warnings[0]["type"] == "Warning"
+    assert again["status"]["policy"]["approval"]["approval"] == "tls-lapse-again"
+
+
+def judged_as(cluster: Cluster, name: str, reason: str) -> dict[str, Any]:
+    """Wait until the approval's status has ``reason``; return the approval."""
+    return dict(
+        eventually(
+            lambda: (
+                (o := get_approval(cluster, name)).get("status", {}).get("reason") == reason and o
+            )
+        )
+    )

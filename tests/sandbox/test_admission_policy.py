@@ -191,7 +191,11 @@ async def test_the_documented_param_kind_example(api: httpx.AsyncClient) -> None
         "spec": {
             "policyName": "replicalimit-policy.example.com",
             "validationActions": ["Deny"],
-            "paramRef": {"name": "replica-limit-test.example.com", "namespace": "default"},
+            "paramRef": {
+                "name": "replica-limit-test.example.com",
+                "namespace": "default",
+                "parameterNotFoundAction": "Deny",
+            },
         },
     }
     await install(api, policy, binding)

@@ -24,6 +24,7 @@ from precedent.services.approvals import (
     RequestRecord,
     apply_approvals,
     judge,
+    lapsed,
 )
 from precedent.services.integrity import StatusSigner
 from precedent.services.status import StatusUpdate, approval_condition
@@ -254,5 +255,82 @@ def test_an_expired_approval_marks_the_pending_request_expired() -> None:
     assert handled.status["reason"] == "Expired"
     (patch,) = requests.patches
     approved = {c["type"]: c for c in patch["status"]["conditions"]}["Approved"]
-    assert (approved["status"], approved["reason"]) == ("Unknown", "Expired")
+    assert (approved["status"], approved["reason"]) == ("False", "Expired")
     assert patch["status"]["risk"]["decision"] == "Escalated"
+
+
+def _approved_request(signer: StatusSigner, answer: Assessment, **spec: Any) -> dict[str, Any]:
+    """A signed request that the approval ``approval_body(**spec)`` has approved."""
+    decided, _ = apply_approvals(
+        answer, request(answer), [approval(**spec)], policy=ENFORCE, now=NOW
+    )
+    return signed_request(signer, decided)
+
+
+def test_an_accepted_approval_that_expires_sends_the_request_back_to_waiting() -> None:
+    signer = StatusSigner(b"k")
+    expires = {"expiresAt": "2026-03-01T12:30:00Z"}
+    requests = Requests(_approved_request(signer, assessment(), **expires))
+    service = ApprovalService(ENFORCE, signer, requests)
+    body = approval_body(**expires)
+    # Before expiresAt nothing changes.
+    assert asyncio.run(service.expire(body, now=NOW + timedelta(minutes=29))) is None
+    assert requests.patches == []
+    handled = asyncio.run(service.expire(body, now=NOW + timedelta(minutes=30)))
+    assert handled is not None
+    assert handled.status is not None
+    assert (handled.status["state"], handled.status["reason"]) == ("Ignored", "Expired")
+    (patch,) = requests.patches
+    assert requests.body is not None
+    # What the API server stores: the merge patch over the approved status.
+    status = merge_patch(requests.body["status"], patch["status"])
+    assert signer.answered({"metadata": {"uid": "uid-1"}, "status": status})
+    assert status["risk"]["decision"] == "Escalated"
+    assert status["risk"]["reasoning"] == "r."  # the approval's sentence is gone
+    assert status["policy"]["approval"] == {"state": "Pending"}
+    approved = {c["type"]: c for c in status["conditions"]}["Approved"]
+    assert (approved["status"], approved["reason"]) == ("False", "Expired")
+    assert "expired at 2026-03-01T12:30:00Z" in approved["message"]
+    assert handled.request_event is not None
+    assert (handled.request_event.type, handled.request_event.reason) == ("Warning", "Expired")
+
+
+def test_an_expired_approval_that_no_longer_decides_changes_nothing() -> None:
+    signer = StatusSigner(b"k")
+    expires = {"expiresAt": "2026-03-01T12:30:00Z"}
+    # The request was approved by another approval ("other"), not by this one.
+    answer, _ = apply_approvals(
+        assessment(), request(), [approval("other")], policy=ENFORCE, now=NOW
+    )
+    requests = Requests(signed_request(signer, answer))
+    service = ApprovalService(ENFORCE, signer, requests)
+    later = NOW + timedelta(hours=1)
+    assert asyncio.run(service.expire(approval_body(**expires), now=later)) is None
+    assert asyncio.run(service.expire(approval_body(), now=later)) is None  # no expiresAt
+    assert requests.patches == []
+
+
+def test_a_lapsed_break_glass_approval_leaves_the_request_denied() -> None:
+    policy = ApprovalPolicy(break_glass_group="oncall")
+    denied = assessment(band=Band.HIGH)
+    record = approval(approverGroups=["oncall"], expiresAt="2026-03-01T12:30:00Z")
+    decided, _ = apply_approvals(denied, request(denied), [record], policy=policy, now=NOW)
+    assert decided.risk.decision is Decision.APPROVED
+    back = lapsed(decided, record)
+    assert back.risk.decision is Decision.DENIED
+    assert back.policy is not None
+    assert back.policy.approval is None
+    assert approval_condition(back).reason == "Denied"
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch, as the API server applies application/merge-patch+json."""
+    if not isinstance(patch, dict):
+        return patch
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result

@@ -18,6 +18,13 @@ at — is checked here, by :func:`judge`, in this order:
 The first valid approval decides; later ones are Ignored (AlreadyDecided). Approvals are judged
 in creation order, so the operator reaches the same answer after a restart, when it re-lists
 them (a kopf index) and re-applies them to a request it assesses again.
+
+An accepted approval with ``expiresAt`` stops applying at that moment (:meth:`ApprovalService.
+expire`, run by a daemon that sleeps until then): the request goes back to the decision the
+policy made without it (Escalated, waiting for a new approval; Denied for break-glass), its
+``Approved`` condition turns False with reason Expired, and a Warning Event says so. Approvals
+are immutable, so a lapsed one cannot be renewed: a new approval is needed. Executors should
+re-check the condition right before acting.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ from precedent.models import (
     ApprovalState,
     ApprovalStatus,
     Assessment,
+    Band,
     Decision,
     PolicyApproval,
     RemediationApprovalSpec,
@@ -57,6 +65,7 @@ __all__ = [
     "assessment_of",
     "decided_by",
     "judge",
+    "lapsed",
     "parse_approval_spec",
     "request_record",
 ]
@@ -295,6 +304,33 @@ def approved(assessment: Assessment, approval: ApprovalRecord, *, now: datetime)
     return assessment.model_copy(update={"risk": risk, "policy": policy})
 
 
+def lapsed(assessment: Assessment, approval: ApprovalRecord) -> Assessment:
+    """The assessment once ``approval``, which decided it, has expired: the policy's own
+    decision again (Escalated and Pending, or Denied by policy when it was a break-glass
+    approval of a high-band request) and the reasoning without the approval's sentence."""
+    assert approval.spec is not None
+    assert assessment.policy is not None
+    spec = approval.spec
+    verb = "Approved" if spec.decision is ApprovalDecision.APPROVE else "Rejected"
+    suffix = f" {verb} by {spec.approver} (RemediationApproval {approval.name}): {spec.reason}"
+    # Only Escalated requests (and, with break-glass, Denied high-band ones) take approvals.
+    decision = Decision.DENIED if assessment.risk.band is Band.HIGH else Decision.ESCALATED
+    waiting = decision is Decision.ESCALATED
+    risk = assessment.risk.model_copy(
+        update={
+            "decision": decision,
+            "reasoning": assessment.risk.reasoning.removesuffix(suffix),
+        }
+    )
+    policy = assessment.policy.model_copy(
+        update={
+            "approval": PolicyApproval(state=ApprovalState.PENDING) if waiting else None,
+            "approval_required": waiting,
+        }
+    )
+    return assessment.model_copy(update={"risk": risk, "policy": policy})
+
+
 def apply_approvals(
     assessment: Assessment,
     request: RequestRecord,
@@ -480,6 +516,74 @@ class ApprovalService:
         if expired is not None:
             note = EventNote("Warning", "Expired", expired)
         return replace(handled, request=reference, request_event=note)
+
+    async def expire(self, body: Mapping[str, Any], *, now: datetime) -> ApprovalHandled | None:
+        """An accepted approval whose ``expiresAt`` has passed: if it still decides its
+        request, the request waits again (:func:`lapsed`; Approved False, reason Expired) and
+        the approval is marked Ignored/Expired. None when there is nothing to do (not expired
+        yet, or it no longer decides the request)."""
+        if self.requests is None:
+            raise RuntimeError("approval handling needs a RequestStore")
+        record = ApprovalRecord.from_body(body)
+        spec = record.spec
+        if spec is None or spec.expires_at is None or spec.expires_at > now:
+            return None
+        target = spec.request_ref.name
+        request_body = await self.requests.get_request(record.namespace, target)
+        if request_body is None or not self.signer.answered(request_body):
+            return None  # gone, or about to be assessed again (which ignores this approval)
+        assessment = assessment_of(request_body.get("status") or {})
+        if assessment is None or decided_by(assessment) != record.name:
+            return None
+        note = f"approval {record.name} expired at {rfc3339(spec.expires_at)}"
+        meta = request_body.get("metadata") or {}
+        status = request_body.get("status") or {}
+        update = StatusUpdate.assessed(
+            lapsed(assessment, record),
+            generation=int(meta.get("generation") or 1),
+            previous=status.get("conditions"),
+            now=now,
+            expired=note,
+        ).signed(self.signer, str(meta.get("uid", "")))
+        # A merge patch keeps what it does not mention: the approval's by/at/reason must be
+        # removed explicitly, or the stored status would not be the one just signed.
+        body = _removing(update.patch(), status, _STATUS_FIELDS)
+        await self.requests.patch_request_status(
+            record.namespace, target, body, str(meta.get("resourceVersion"))
+        )
+        verdict = _ignored(
+            "Expired",
+            f"expired at {rfc3339(spec.expires_at)}; RemediationRequest {target} waits for a "
+            "new approval",
+        )
+        reference = {
+            "apiVersion": request_body.get("apiVersion", API_VERSION),
+            "kind": request_body.get("kind", "RemediationRequest"),
+            "metadata": {k: meta.get(k) for k in ("name", "namespace", "uid")},
+        }
+        return ApprovalHandled(
+            verdict,
+            verdict.status(record.generation).model_dump(by_alias=True),
+            verdict.event(record.name),
+            reference,
+            EventNote("Warning", "Expired", f"{note}; waiting for a new approval"),
+        )
+
+
+def _removing(
+    new: Mapping[str, Any], old: Mapping[str, Any], keys: Iterable[str] | None = None
+) -> dict[str, Any]:
+    """``new`` as a merge patch over ``old``: fields of ``old`` it lacks (within ``keys`` at the
+    top level; everything below) are set to null so that the patch removes them."""
+    patch = dict(new)
+    for key, value in old.items():
+        if keys is not None and key not in keys:
+            continue  # another writer's fields (kopf's progress records) are left alone
+        if key not in patch:
+            patch[key] = None
+        elif isinstance(value, Mapping) and isinstance(patch[key], Mapping):
+            patch[key] = _removing(patch[key], value)
+    return patch
 
 
 def _pending(assessment: Assessment) -> bool:

@@ -7,8 +7,8 @@ here, so the handlers only write what they are given.
 
 An assessed request also carries the ``Approved`` condition executors wait on
 (``kubectl wait --for=condition=Approved rr/NAME``): True when the request may run (NotRequired,
-Approved by a human, or AuditOnly), Unknown while a human decision is Pending (or the last
-approval had Expired), False when it may not run (Denied by policy, or Rejected).
+Approved by a human, or AuditOnly), Unknown while a human decision is Pending, False when it may
+not run (Denied by policy, Rejected, or its approval Expired: it waits for a new one).
 """
 
 from __future__ import annotations
@@ -258,7 +258,7 @@ def approval_condition(assessment: Assessment, *, expired: str | None = None) ->
     if state is ApprovalState.PENDING:
         if expired:
             return ConditionUpdate(
-                "Approved", "Unknown", "Expired", f"{expired}; waiting for a new approval"
+                "Approved", "False", "Expired", f"{expired}; waiting for a new approval"
             )
         return ConditionUpdate(
             "Approved",

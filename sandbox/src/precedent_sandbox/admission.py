@@ -27,6 +27,7 @@ __all__ = [
     "defaults_on_update",
     "field_validation",
     "normalize",
+    "param_ref_problems",
     "validate",
 ]
 
@@ -142,8 +143,44 @@ def validate(rtype: ResourceType, obj: Obj, old: Obj | None, name: str) -> None:
         found.extend(crd_problems(obj))
     if rtype.strategy is not None:
         found.extend(rtype.strategy.validate(obj, old))
+    if rtype.group == "admissionregistration.k8s.io" and rtype.plural == (
+        "validatingadmissionpolicybindings"
+    ):
+        found.extend(param_ref_problems((obj.get("spec") or {}).get("paramRef")))
     if found:
         raise api_errors.invalid(rtype.kind, rtype.group, name or "", found)
+
+
+def param_ref_problems(ref: Any, path: str = "spec.paramRef") -> list[FieldError]:
+    """A binding's ``paramRef`` as kube-apiserver validates it: ``name`` or ``selector`` (not
+    both), and ``parameterNotFoundAction`` Allow or Deny (required, no default)."""
+    if ref is None:
+        return []
+    if not isinstance(ref, dict):
+        return [FieldError("type", path, ref, "must be an object")]
+    found: list[FieldError] = []
+    name, selector = ref.get("name"), ref.get("selector")
+    if name and selector is not None:
+        exclusive = "name and selector are mutually exclusive"
+        found.append(FieldError("forbidden", f"{path}.name", detail=exclusive))
+        found.append(FieldError("forbidden", f"{path}.selector", detail=exclusive))
+    if not name and selector is None:
+        found.append(
+            FieldError("required", path, detail="one of name or selector must be specified")
+        )
+    action = ref.get("parameterNotFoundAction")
+    if not action:
+        found.append(FieldError("required", f"{path}.parameterNotFoundAction"))
+    elif action not in ("Deny", "Allow"):
+        found.append(
+            FieldError(
+                "unsupported",
+                f"{path}.parameterNotFoundAction",
+                action,
+                'supported values: "Deny", "Allow"',
+            )
+        )
+    return found
 
 
 def defaults_on_create(rtype: ResourceType, obj: Obj) -> None:

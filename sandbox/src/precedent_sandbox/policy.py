@@ -364,14 +364,22 @@ class PolicyAdmission:
         return failures
 
     def _params(self, spec: Obj, binding: Obj, request: _Request) -> list[Any]:
+        """The params to evaluate the policy with, as kube-apiserver's dispatcher collects them.
+
+        No ``paramKind``, or a binding without ``paramRef``: one evaluation with ``params``
+        null. Otherwise the object ``paramRef.name`` names, or every object ``paramRef.selector``
+        matches (``{}``: all of them), in ``paramRef.namespace`` — or, when that is unset and
+        the kind is namespaced, in the namespace of the object being admitted. Each param is
+        evaluated on its own and all must pass. None found: admitted under
+        ``parameterNotFoundAction: Allow``, a configuration error under ``Deny`` (then
+        ``failurePolicy`` decides). Configuration errors say what the API server says.
+        """
         kind = spec.get("paramKind")
         if not isinstance(kind, Mapping):
             return [None]
         ref = binding.get("paramRef")
         if not isinstance(ref, Mapping):
-            raise PolicyError(
-                "failed to configure binding: paramRef is required for a policy with paramKind"
-            )
+            return [None]  # the policy has a paramKind the binding does not use
         api_version = str(kind.get("apiVersion", ""))
         group = api_version.rpartition("/")[0]
         rtype = next(
@@ -387,31 +395,37 @@ class PolicyAdmission:
                 "failed to configure policy: failed to find resource referenced by paramKind: "
                 f"'{api_version}, Kind={kind.get('kind')}'"
             )
+        name = str(ref.get("name") or "")
+        selector = ref.get("selector")
+        if ref.get("namespace") and not rtype.namespaced:
+            raise _binding_error(
+                "paramRef.namespace must not be provided for a cluster-scoped `paramKind`"
+            )
         namespace = ""
         if rtype.namespaced:
             namespace = str(ref.get("namespace") or request.namespace)
             if not namespace:
-                raise PolicyError(
-                    "failed to configure binding: cannot use namespaced paramRef in policy "
-                    "binding that matches cluster-scoped resources"
+                raise _binding_error(
+                    "cannot use namespaced paramRef in policy binding that matches "
+                    "cluster-scoped resources"
                 )
         objects = self.store.bucket(rtype).objects.get(namespace, {})
-        if ref.get("name"):
-            stored = objects.get(str(ref["name"]))
+        if name:
+            if selector is not None:
+                raise _binding_error("paramRef.name and paramRef.selector are mutually exclusive")
+            stored = objects.get(name)
             found = [stored.obj] if stored is not None else []
-        else:
-            selector = ref.get("selector") or {}
+        elif selector is not None:
             found = [
                 s.obj
                 for _, s in sorted(objects.items())
                 if selector_matches(selector, _labels(s.obj))
             ]
-        if not found:
-            if ref.get("parameterNotFoundAction") == "Allow":
-                return []
-            raise PolicyError(
-                "failed to configure binding: no params found for policy binding with `Deny` "
-                "parameterNotFoundAction"
+        else:
+            raise _binding_error("one of name or selector must be provided")
+        if not found and ref.get("parameterNotFoundAction") == "Deny":
+            raise _binding_error(
+                "no params found for policy binding with `Deny` parameterNotFoundAction"
             )
         return found
 
@@ -465,6 +479,10 @@ class PolicyAdmission:
             if not passed:
                 failures.append((_message(validation, expression, activation), reason))
         return failures
+
+
+def _binding_error(message: str) -> PolicyError:
+    return PolicyError(f"failed to configure binding: {message}")
 
 
 def _message(validation: Mapping[str, Any], expression: str, activation: Mapping[str, Any]) -> str:
