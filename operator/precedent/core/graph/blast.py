@@ -76,8 +76,8 @@ class BlastRadius:
     pdbs: tuple[str, ...]
     """PodDisruptionBudgets protecting the target (a Service: its backends)."""
     paths: tuple[str, ...]
-    """Up to :data:`TOP_PATHS` upstream paths ending at the target, critical and entry points
-    (nodes nobody depends on) first, then longest."""
+    """Up to :data:`TOP_PATHS` upstream paths ending at the target: from entry points (nodes
+    nobody depends on) first, then from critical nodes, then longest; none inside another."""
     truncated: bool
     """True when a direction reached :data:`DEFAULT_LIMIT` (or the given limit) nodes."""
 
@@ -249,7 +249,7 @@ def blast_radius(
         namespaces=tuple(sorted(namespaces)),
         critical_upstream=tuple(critical),
         pdbs=tuple(graph.pdbs_protecting(target)),
-        paths=_paths(graph, target, upstream, up),
+        paths=_paths(graph, target, upstream, up, set(critical)),
         truncated=cut_up or cut_down,
     )
 
@@ -259,10 +259,11 @@ def _paths(
     target: NodeKey,
     upstream: tuple[Reached, ...],
     walk: Mapping[NodeKey, tuple[int, float, NodeKey]],
+    critical: set[NodeKey],
 ) -> tuple[str, ...]:
     def rank(r: Reached) -> tuple[bool, bool, int, NodeKey]:
         entry = not any(s in walk for s in graph.incoming(r.key))
-        return (not r.critical, not entry, -r.hops, r.key)
+        return (not entry, r.key not in critical, -r.hops, r.key)
 
     chosen: list[str] = []
     covered: set[NodeKey] = set()

@@ -111,7 +111,7 @@ class DependencyGraph:
         self._workloads: dict[NodeKey, Workload] = {}
         self._services: dict[NodeKey, Service] = {}
         self._ingresses: dict[NodeKey, Ingress] = {}
-        self._configmaps: dict[tuple[str, str], dict[str, list[HostRef]]] = {}
+        self._configmaps: dict[tuple[str, str], dict[str, tuple[str, list[HostRef]]]] = {}
         self._policies: dict[tuple[str, str], NetworkPolicy] = {}
         self._pdbs: dict[tuple[str, str], Pdb] = {}
         self._hpas: dict[tuple[str, str], Hpa] = {}
@@ -250,7 +250,7 @@ class DependencyGraph:
         elif kind == "ConfigMap":
             namespace, name, data = parse_configmap(obj)
             self._configmaps[(namespace, name)] = {
-                k: references_in_value(v, k) for k, v in data.items()
+                k: (v, references_in_value(v, k)) for k, v in data.items()
             }
             self._relink_workloads(self._cm_readers.get((namespace, name), set()))
         elif kind == "NetworkPolicy":
@@ -369,10 +369,11 @@ class DependencyGraph:
             keys = [use.key] if use.key is not None else sorted(data)
             for data_key in keys:
                 env_name = use.env_name or f"{use.prefix}{data_key}"
-                for ref in data.get(data_key, ()):
+                value, refs = data.get(data_key, ("", []))
+                for ref in refs:
                     yield ValueRef(
                         ref,
-                        f"ConfigMap {use.name} key {data_key} (env {env_name}) read by "
+                        f"ConfigMap {use.name} {data_key}={value} (env {env_name}) read by "
                         f"{workload.key.kind} {workload.key.name}",
                         verb_of_key(env_name),
                     )
