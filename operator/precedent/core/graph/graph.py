@@ -304,8 +304,8 @@ class DependencyGraph:
         self._hints_to = defaultdict(set)
         for ref in self._hints:
             self._hints_to[ref[1]].add(ref)
-        for name in old_sources | {h.source for h in self._hints.values()}:
-            self._relink_named(name)
+        for name in sorted(old_sources | {h.source for h in self._hints.values()}):
+            self._relink_source(name)
 
     # ------------------------------------------------------------------ workloads
 
@@ -589,13 +589,17 @@ class DependencyGraph:
             return
         names = {name} | {source for source, _ in self._hints_to.get(name, ())}
         for source in sorted(names):
-            node = self._hint_node(source)
-            if node is None:
-                continue
-            if node.kind == "Service":
-                self._link_service(node, relink_callers=False)
-            else:
-                self._link_workload(node)
+            self._relink_source(source)
+
+    def _relink_source(self, name: str) -> None:
+        """Relink the node a hint's source name resolves to, if any."""
+        node = self._hint_node(name)
+        if node is None:
+            return
+        if node.kind == "Service":
+            self._link_service(node, relink_callers=False)
+        else:
+            self._link_workload(node)
 
     # ------------------------------------------------------------------ plumbing
 
