@@ -258,7 +258,7 @@ def render_dot(
         for key in keys:
             info = graph.info(key)
             attrs = [
-                f"label={_quote(key.short() + chr(10) + info.type.value)}",
+                "label=" + _quote(key.short() + "\n" + info.type.value).replace("\n", "\\n"),
                 f"shape={_SHAPES[info.type]}",
             ]
             if info.critical:

@@ -79,6 +79,8 @@ def test_each_form_names_the_service(value: str, key: str | None, expected: Host
         ("apix:80", "api"),
         ("xapi:80", "api"),
         ("api.yaml.bak", "api"),
+        ("http://api_v2/x", "api"),  # "_" is no host character: api_v2 is not a host
+        ("db.ns.svc_old", "db"),
     ],
 )
 def test_guards_against_false_positives(value: str, name: str) -> None:
