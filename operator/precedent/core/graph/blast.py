@@ -65,10 +65,12 @@ class BlastRadius:
 
     target: NodeKey
     """The node the query resolved to."""
-    upstream: tuple[Reached, ...]
-    """Who depends on it, transitively: by hops, then key."""
-    downstream: tuple[Reached, ...]
-    """What it depends on, transitively: by hops, then key."""
+    upstream_count: int
+    """How many nodes depend on it, transitively."""
+    downstream_count: int
+    """How many nodes it depends on, transitively."""
+    upstream_by_kind: tuple[tuple[str, int], ...]
+    """Upstream counts by kind (``workload``, ``service``, ``ingress``), sorted."""
     namespaces: tuple[str, ...]
     """Namespaces of the target and of every node reached, sorted."""
     critical_upstream: tuple[NodeKey, ...]
@@ -80,21 +82,21 @@ class BlastRadius:
     nobody depends on) first, then from critical nodes, then longest; none inside another."""
     truncated: bool
     """True when a direction reached :data:`DEFAULT_LIMIT` (or the given limit) nodes."""
+    upstream: tuple[Reached, ...] = ()
+    """Who depends on it, by hops then key (filled when asked for ``detail``)."""
+    downstream: tuple[Reached, ...] = ()
+    """What it depends on, by hops then key (filled when asked for ``detail``)."""
 
     @property
     def summary(self) -> str:
         """One line: counts, namespaces, critical upstream, PDB."""
         t = self.target.short()
-        kinds: dict[str, int] = {}
-        for r in self.upstream:
-            label = "workload" if r.key.kind in WORKLOAD_KINDS else r.key.kind.lower()
-            kinds[label] = kinds.get(label, 0) + 1
-        by_kind = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in sorted(kinds.items()))
+        by_kind = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in self.upstream_by_kind)
         more = "+" if self.truncated else ""
         parts = [
-            f"{t} in {self.target.namespace}: {len(self.upstream)}{more} upstream"
+            f"{t} in {self.target.namespace}: {self.upstream_count}{more} upstream"
             + (f" ({by_kind})" if by_kind else ""),
-            f"{len(self.downstream)}{more} downstream",
+            f"{self.downstream_count}{more} downstream",
             f"namespaces {', '.join(self.namespaces)}",
             "critical upstream: "
             + (", ".join(k.short(self.target.namespace) for k in self.critical_upstream) or "none"),
@@ -122,8 +124,8 @@ class BlastRadius:
                 "namespace": self.target.namespace,
                 "name": self.target.name,
             },
-            "upstreamCount": len(self.upstream),
-            "downstreamCount": len(self.downstream),
+            "upstreamCount": self.upstream_count,
+            "downstreamCount": self.downstream_count,
             "namespaces": list(self.namespaces),
             "criticalUpstream": [k.short(self.target.namespace) for k in self.critical_upstream],
             "pdbs": list(self.pdbs),
@@ -207,70 +209,86 @@ def _walk(
 
 
 def blast_radius(
-    graph: DependencyGraph, target: NodeKey, *, limit: int = DEFAULT_LIMIT
+    graph: DependencyGraph,
+    target: NodeKey,
+    *,
+    limit: int = DEFAULT_LIMIT,
+    detail: bool = True,
 ) -> BlastRadius:
-    """Upstream and downstream of ``target`` (which must be in the graph)."""
+    """Upstream and downstream of ``target`` (which must be in the graph).
+
+    ``detail=False`` leaves out the per-node lists (types, confidences): counts, critical
+    nodes, namespaces, PDBs and paths are what a status needs, and are cheaper.
+    """
     if target not in graph:
         raise KeyError(target)
     up, cut_up = _walk(graph.incoming, target, limit)
     down, cut_down = _walk(graph.outgoing, target, limit)
+    del up[target], down[target]
 
-    def reached(walk: Mapping[NodeKey, tuple[int, float, NodeKey]]) -> tuple[Reached, ...]:
-        out = []
-        for key, (hops, conf, via) in walk.items():
-            if key == target:
-                continue
-            info = graph.info(key)
-            out.append(Reached(key, hops, conf, via, info.type, info.critical))
-        out.sort(key=lambda r: (r.hops, r.key))
-        return tuple(out)
-
-    upstream = reached(up)
-    downstream = reached(down)
+    critical_keys = graph.critical_keys()
     # A Service is critical through its backends; list it only when its own annotation says
-    # so and no critical backend of it is listed already (the target's own Service is not
-    # "critical upstream" because the target is critical).
-    listed = {r.key for r in upstream if r.critical and r.key.kind != "Service"}
-    critical = [
-        r.key
-        for r in upstream
-        if r.key in listed
-        or (
-            r.key.kind == "Service"
-            and graph.declared_critical(r.key)
-            and not any(t in listed for t in graph.outgoing(r.key))
-        )
-    ]
-    namespaces = {target.namespace} | {r.key.namespace for r in (*upstream, *downstream)}
+    # so and no critical backend of it is listed already (and the target's own Service is
+    # not "critical upstream" because the target is critical: it is not annotated).
+    if len(critical_keys) < len(up):
+        listed = {k for k in critical_keys if k in up}
+    else:
+        listed = {k for k in up if k in critical_keys}
+    critical = sorted(
+        (
+            k
+            for k in listed
+            if k.kind != "Service" or not any(t in listed for t in graph.outgoing(k))
+        ),
+        key=lambda k: (up[k][0], k),
+    )
+    kinds: dict[str, int] = {}
+    for key in up:
+        label = "workload" if key.kind in WORKLOAD_KINDS else key.kind.lower()
+        kinds[label] = kinds.get(label, 0) + 1
+    namespaces = {target.namespace} | {k.namespace for k in up} | {k.namespace for k in down}
     return BlastRadius(
         target=target,
-        upstream=upstream,
-        downstream=downstream,
+        upstream_count=len(up),
+        downstream_count=len(down),
+        upstream_by_kind=tuple(sorted(kinds.items())),
         namespaces=tuple(sorted(namespaces)),
         critical_upstream=tuple(critical),
         pdbs=tuple(graph.pdbs_protecting(target)),
-        paths=_paths(graph, target, upstream, up, set(critical)),
+        paths=_paths(graph, target, up, set(critical)),
         truncated=cut_up or cut_down,
+        upstream=_reached(graph, up) if detail else (),
+        downstream=_reached(graph, down) if detail else (),
     )
+
+
+def _reached(
+    graph: DependencyGraph, walk: Mapping[NodeKey, tuple[int, float, NodeKey]]
+) -> tuple[Reached, ...]:
+    out = []
+    for key, (hops, conf, via) in walk.items():
+        info = graph.info(key)
+        out.append(Reached(key, hops, conf, via, info.type, info.critical))
+    out.sort(key=lambda r: (r.hops, r.key))
+    return tuple(out)
 
 
 def _paths(
     graph: DependencyGraph,
     target: NodeKey,
-    upstream: tuple[Reached, ...],
     walk: Mapping[NodeKey, tuple[int, float, NodeKey]],
     critical: set[NodeKey],
 ) -> tuple[str, ...]:
-    def rank(r: Reached) -> tuple[bool, bool, int, NodeKey]:
-        entry = not any(s in walk for s in graph.incoming(r.key))
-        return (not entry, r.key not in critical, -r.hops, r.key)
+    def rank(key: NodeKey) -> tuple[bool, bool, int, NodeKey]:
+        entry = not any(s in walk for s in graph.incoming(key))
+        return (not entry, key not in critical, -walk[key][0], key)
 
     chosen: list[str] = []
     covered: set[NodeKey] = set()
-    for r in sorted(upstream, key=rank):
-        if r.key in covered:
+    for key in sorted(walk, key=rank):
+        if key in covered:
             continue
-        chain = [r.key]
+        chain = [key]
         while chain[-1] != target:
             chain.append(walk[chain[-1]][2])
         covered.update(chain)

@@ -130,6 +130,7 @@ class DependencyGraph:
         self._by_name: defaultdict[str, set[NodeKey]] = defaultdict(set)
         self._hints_to: defaultdict[str, set[tuple[str, str]]] = defaultdict(set)
         self._service_type: dict[NodeKey, NodeType] = {}
+        self._critical_cache: frozenset[NodeKey] | None = None
         # edges, both directions
         self._out: defaultdict[NodeKey, dict[NodeKey, Edge]] = defaultdict(dict)
         self._in: defaultdict[NodeKey, dict[NodeKey, Edge]] = defaultdict(dict)
@@ -206,6 +207,17 @@ class DependencyGraph:
             raise KeyError(key)
         return NodeInfo(key, node_type, critical, tuple(sorted(attrs.items())))
 
+    def critical_keys(self) -> frozenset[NodeKey]:
+        """Workloads, Services and Ingresses annotated ``precedent.dev/tier: critical``."""
+        if self._critical_cache is None:
+            self._critical_cache = frozenset(
+                k
+                for store in (self._workloads, self._services, self._ingresses)
+                for k, node in store.items()
+                if node.critical
+            )
+        return self._critical_cache
+
     def declared_critical(self, key: NodeKey) -> bool:
         """Whether the node's own annotations say ``precedent.dev/tier: critical``."""
         for store in (self._workloads, self._services, self._ingresses):
@@ -241,6 +253,8 @@ class DependencyGraph:
         naming the field, and leaves the graph as it was.
         """
         kind = obj.get("kind")
+        if kind in ("Service", "Ingress", *WORKLOAD_KINDS):
+            self._critical_cache = None
         if kind in WORKLOAD_KINDS:
             self._apply_workload(parse_workload(obj))
         elif kind == "Service":
@@ -276,6 +290,7 @@ class DependencyGraph:
     def delete(self, kind: str, namespace: str, name: str) -> None:
         """Forget one object; unknown objects are ignored."""
         key = NodeKey(kind, namespace, name)
+        self._critical_cache = None
         if kind in WORKLOAD_KINDS and key in self._workloads:
             self._delete_workload(key)
         elif kind == "Service" and key in self._services:
@@ -447,7 +462,9 @@ class DependencyGraph:
         self._services[key] = service
         self._services_in[key.namespace].add(key)
         self._by_name[key.name].add(key)
-        self._link_service(key, relink_callers=True)
+        self._link_service(key, relink_callers=False)
+        # A new or changed Service: its callers gain or lose their edge to it.
+        self._relink_workloads(self._callers.get(key, set()))
         for ingress in sorted(self._ingresses_of.get(key, ())):
             self._link_ingress(ingress)
         self._relink_named(key.name)
@@ -489,7 +506,9 @@ class DependencyGraph:
             node_type = infer_node_type(key.name)
         changed = self._service_type.get(key) != node_type
         self._service_type[key] = node_type
-        if relink_callers or changed:
+        # Callers' edges depend on the Service's type (the edge type) and, through
+        # NetworkPolicies, on its backends: relink them only when one of those can change.
+        if changed or (relink_callers and self._policies):
             self._relink_workloads(self._callers.get(key, set()))
 
     def _apply_ingress(self, ingress: Ingress) -> None:
