@@ -9,6 +9,7 @@ whole cluster depends on (the answer says it was cut).
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -182,30 +183,38 @@ def resolve_target(
 
 
 def _walk(
-    edges_of: Any, start: NodeKey, limit: int
+    adjacency: Mapping[NodeKey, Mapping[NodeKey, Edge]], start: NodeKey, limit: int
 ) -> tuple[dict[NodeKey, tuple[int, float, NodeKey]], bool]:
-    best: dict[NodeKey, tuple[int, float, NodeKey]] = {start: (0, 1.0, start)}
+    # The hot loop of every query: plain dicts and locals, no per-edge allocation.
+    conf: dict[NodeKey, float] = {start: 1.0}
+    result: dict[NodeKey, tuple[int, float, NodeKey]] = {start: (0, 1.0, start)}
+    get = adjacency.get
+    empty: Mapping[NodeKey, Edge] = {}
     frontier = [start]
-    hops = 0
+    depth = 0
     while frontier:
-        hops += 1
-        layer: dict[NodeKey, tuple[float, NodeKey]] = {}
+        depth += 1
+        layer: dict[NodeKey, float] = {}
+        via: dict[NodeKey, NodeKey] = {}
         for node in frontier:
-            here = best[node][1]
-            edge: Edge
-            for other, edge in edges_of(node).items():
-                if other in best:
+            here = conf[node]
+            for other, edge in get(node, empty).items():
+                if other in conf:
                     continue
-                conf = here if here < edge.confidence else edge.confidence
+                c = edge.confidence
+                if here < c:
+                    c = here
                 seen = layer.get(other)
-                if seen is None or conf > seen[0] or (conf == seen[0] and node < seen[1]):
-                    layer[other] = (conf, node)
-        for other, (conf, via) in layer.items():
-            best[other] = (hops, conf, via)
-        if len(best) > limit:
-            return best, True
+                if seen is None or c > seen or (c == seen and node < via[other]):
+                    layer[other] = c
+                    via[other] = node
+        conf.update(layer)
+        for other, c in layer.items():
+            result[other] = (depth, c, via[other])
+        if len(result) > limit:
+            return result, True
         frontier = list(layer)
-    return best, False
+    return result, False
 
 
 def blast_radius(
@@ -222,8 +231,8 @@ def blast_radius(
     """
     if target not in graph:
         raise KeyError(target)
-    up, cut_up = _walk(graph.incoming, target, limit)
-    down, cut_down = _walk(graph.outgoing, target, limit)
+    up, cut_up = _walk(graph.incoming_map, target, limit)
+    down, cut_down = _walk(graph.outgoing_map, target, limit)
     del up[target], down[target]
 
     critical_keys = graph.critical_keys()
@@ -285,7 +294,12 @@ def _paths(
 
     chosen: list[str] = []
     covered: set[NodeKey] = set()
-    for key in sorted(walk, key=rank):
+    # The best few candidates cover TOP_PATHS distinct paths almost always; sort all only
+    # when they do not.
+    ranked = [(rank(k), k) for k in walk]
+    best = [k for _, k in heapq.nsmallest(TOP_PATHS * 8, ranked)]
+    order = best if len(best) == len(ranked) else [*best, *(k for _, k in sorted(ranked))]
+    for key in order:
         if key in covered:
             continue
         chain = [key]

@@ -162,6 +162,16 @@ class DependencyGraph:
         """How many workloads the graph holds."""
         return len(self._workloads)
 
+    @property
+    def outgoing_map(self) -> Mapping[NodeKey, Mapping[NodeKey, Edge]]:
+        """Every node's outgoing edges (read-only view for walks)."""
+        return self._out
+
+    @property
+    def incoming_map(self) -> Mapping[NodeKey, Mapping[NodeKey, Edge]]:
+        """Every node's incoming edges (read-only view for walks)."""
+        return self._in
+
     def outgoing(self, key: NodeKey) -> Mapping[NodeKey, Edge]:
         """What ``key`` depends on, directly (target → edge)."""
         return self._out.get(key, {})
