@@ -26,8 +26,10 @@ __all__ = [
     "resolve_target",
 ]
 
-DEFAULT_LIMIT = 10_000
-"""Most nodes one direction of a query visits before it stops and says so."""
+DEFAULT_LIMIT = 2_000
+"""Most nodes one direction of a query reaches before it stops and says so ("2000+
+upstream"): past that, the target is a hub most of the cluster depends on, any threshold on
+the count is crossed, and the walk would cost the size of the cluster."""
 
 TOP_PATHS = 5
 """How many paths a blast radius lists."""
@@ -208,6 +210,11 @@ def _walk(
                 if seen is None or c > seen or (c == seen and node < via[other]):
                     layer[other] = c
                     via[other] = node
+            if len(result) + len(layer) > limit:
+                # Stop inside the layer: a hub's first layer alone can be the whole cluster.
+                for other, c in layer.items():
+                    result[other] = (depth, c, via[other])
+                return result, True
         conf.update(layer)
         for other, c in layer.items():
             result[other] = (depth, c, via[other])
