@@ -137,6 +137,10 @@ def test_after_the_api_server_returns_with_other_contents_answers_use_only_those
         if restarted is not None:
             restarted.stop()
 
+    print(
+        f"\nAPI server restart: {len(incidents)} -> {len(kept)} incidents, "
+        f"{len(playbooks)} -> {len(kept_playbooks)} playbooks"
+    )
     new_ids = {i["id"] for i in after["similarIncidents"]}
     assert new_ids, after
     assert not new_ids & old_ids, new_ids & old_ids  # nothing from the old contents
