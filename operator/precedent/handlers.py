@@ -11,6 +11,8 @@ operator never writes to a request's metadata or spec: status-only writes, as it
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import os
 import secrets
@@ -28,6 +30,7 @@ from precedent.models import API_GROUP, PlaybookHistory
 from precedent.services import AssessmentService, OutcomeService
 from precedent.services.approvals import ApprovalService
 from precedent.services.events import EventPoster
+from precedent.services.mirror import ObjectMirror
 from precedent.services.observability import DecisionRecorder, RequestName
 from precedent.services.outcomes import RequestRef
 from precedent.settings import load_settings
@@ -73,6 +76,9 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     settings.networking.request_timeout = 30
     memo.service = service
     memo.config = config
+    # What the watch applied, compared with a full list now and then (see resync below).
+    memo.incident_mirror = ObjectMirror("incidents")
+    memo.playbook_mirror = ObjectMirror("playbooks")
     configure_logging(config.log_format)
     memo.recorder = DecisionRecorder(service)
     if service.signer.ephemeral:
@@ -119,11 +125,18 @@ async def configure_outcomes(
     memo.outcomes = build_outcomes(memo.config, memo.service, cluster=api)
     # Approvals read and patch the request they point at through the same client.
     memo.approvals = build_approvals(memo.config, memo.service, requests=api)
+    if memo.config.resync_seconds > 0:
+        memo.resync_task = asyncio.create_task(_resync_forever(memo, logger), name="resync")
 
 
 @kopf.on.cleanup(id="close")
 async def close(memo: kopf.Memo, **_: Any) -> None:
-    """Release the catalog client's connections on shutdown."""
+    """Stop the resync and release the clients' connections on shutdown."""
+    task: asyncio.Task[None] | None = getattr(memo, "resync_task", None)
+    if task is not None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
     service: AssessmentService | None = getattr(memo, "service", None)
     if service is not None:
         await service.aclose()
@@ -149,11 +162,15 @@ def index_incident(
 ) -> dict[str, str]:
     """Keep the in-memory history in step with Incident objects."""
     service: AssessmentService = memo.service
+    mirror: ObjectMirror = memo.incident_mirror
+    created = str(meta.get("creationTimestamp") or "")
     try:
-        incident = service.upsert_incident(
-            name, spec, created=str(meta.get("creationTimestamp") or "")
+        incident = mirror.apply(
+            name,
+            str(meta.get("resourceVersion", "")),
+            lambda: service.upsert_incident(name, spec, created=created),
         )
-    except InputError as exc:
+    except InputError as exc:  # dropped from the history; incident_status reports it
         logger.warning("ignoring invalid incident: %s", exc)
         return {}
     return {name: incident.id}
@@ -194,24 +211,42 @@ def incident_status(
 @kopf.on.event(*INCIDENTS, id="incident-deleted", when=lambda type, **_: type == "DELETED")
 def incident_deleted(name: str, memo: kopf.Memo, **_: Any) -> None:
     """Drop a deleted Incident from the history."""
-    memo.service.remove_incident(name)
+    mirror: ObjectMirror = memo.incident_mirror
+    mirror.remove(name, lambda: memo.service.remove_incident(name))
 
 
 @kopf.index(*PLAYBOOKS, id="playbooks")
 def index_playbook(
-    name: str, spec: kopf.Spec, memo: kopf.Memo, logger: kopf.Logger, **_: Any
+    name: str, spec: kopf.Spec, meta: kopf.Meta, memo: kopf.Memo, logger: kopf.Logger, **_: Any
 ) -> dict[str, str]:
     """Keep the in-memory catalog in step with Playbook objects."""
-    service: AssessmentService = memo.service
+    mirror: ObjectMirror = memo.playbook_mirror
     try:
-        playbook = service.upsert_playbook(name, spec)
-    except InputError as exc:
+        version = mirror.apply(
+            name, str(meta.get("resourceVersion", "")), lambda: _upsert_playbook(memo, name, spec)
+        )
+    except InputError as exc:  # dropped from the catalog, not kept in its last valid form
         logger.warning("ignoring invalid playbook: %s", exc)
         return {}
-    # The catalog scores with the live counts: the prior plus the reported outcomes.
+    return {name: version}
+
+
+def _upsert_playbook(memo: kopf.Memo, name: str, spec: Any) -> str:
+    service: AssessmentService = memo.service
     outcomes: OutcomeService = memo.outcomes
+    try:
+        playbook = service.upsert_playbook(name, spec)
+    except InputError:
+        _remove_playbook(memo, name)
+        raise
+    # The catalog scores with the live counts: the prior plus the reported outcomes.
     outcomes.playbook_changed(playbook)
-    return {name: playbook.version}
+    return playbook.version
+
+
+def _remove_playbook(memo: kopf.Memo, name: str) -> None:
+    memo.service.remove_playbook(name)
+    memo.outcomes.playbook_removed(name)
 
 
 @kopf.on.resume(*PLAYBOOKS, id="playbook-status")
@@ -243,8 +278,51 @@ def playbook_status(
 @kopf.on.event(*PLAYBOOKS, id="playbook-deleted", when=lambda type, **_: type == "DELETED")
 def playbook_deleted(name: str, memo: kopf.Memo, **_: Any) -> None:
     """Drop a deleted Playbook from the catalog."""
-    memo.service.remove_playbook(name)
-    memo.outcomes.playbook_removed(name)
+    mirror: ObjectMirror = memo.playbook_mirror
+    mirror.remove(name, lambda: _remove_playbook(memo, name))
+
+
+async def _resync_forever(memo: kopf.Memo, logger: kopf.Logger) -> None:
+    """List Incidents and Playbooks every ``resync_seconds`` and make memory equal the lists.
+
+    kopf's re-list (after a broken stream or 410 Gone) never drops what the new list lacks,
+    and a watch resumed against a restored API server never delivers those deletions; a list
+    now and then does (see precedent.services.mirror).
+    """
+    service: AssessmentService = memo.service
+    api: KubeApi = memo.kube_api
+
+    def upsert_incident(obj: Any) -> None:
+        meta = obj.get("metadata") or {}
+        created = str(meta.get("creationTimestamp") or "")
+        service.upsert_incident(str(meta["name"]), obj.get("spec"), created=created)
+
+    def upsert_playbook(obj: Any) -> None:
+        _upsert_playbook(memo, str(obj["metadata"]["name"]), obj.get("spec"))
+
+    kinds = (
+        (memo.incident_mirror, upsert_incident, service.remove_incident),
+        (memo.playbook_mirror, upsert_playbook, lambda name: _remove_playbook(memo, name)),
+    )
+    while True:
+        await asyncio.sleep(memo.config.resync_seconds)
+        for mirror, upsert, delete in kinds:
+            mark = mirror.mark()
+            try:
+                items = await api.list_cluster_objects(mirror.kind)
+            except PrecedentError as exc:  # the API server is away: the next round tries again
+                logger.warning("resync of %s skipped: %s", mirror.kind, exc)
+                continue
+            listed = {str(o["metadata"]["name"]): o for o in items if o.get("metadata")}
+            plan = mirror.resync(listed, mark, upsert=upsert, delete=delete)
+            if plan:
+                logger.info(
+                    "resync of %s: %d taken from the API, %d gone from it (%s)",
+                    mirror.kind,
+                    len(plan.applied),
+                    len(plan.removed),
+                    ", ".join(plan.removed[:10]) or "-",
+                )
 
 
 # -- requests ---------------------------------------------------------------------------------
@@ -491,3 +569,10 @@ def probe_history(memo: kopf.Memo, **_: Any) -> int:
     """Liveness/readiness detail at /healthz: incidents in the current snapshot."""
     service: AssessmentService = memo.service
     return service.history_size()
+
+
+@kopf.on.probe(id="playbooks")
+def probe_playbooks(memo: kopf.Memo, **_: Any) -> int:
+    """Liveness/readiness detail at /healthz: playbooks in the in-process catalog."""
+    service: AssessmentService = memo.service
+    return len(service.catalog)

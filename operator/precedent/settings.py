@@ -134,6 +134,13 @@ class Settings(BaseSettings):
         description="How long a replica's peering record lives without a heartbeat: the "
         "longest a standby waits before taking over from a replica that died.",
     )
+    resync_seconds: float = Field(
+        default=60,
+        ge=0,
+        le=86400,
+        description="How often the operator lists Incidents and Playbooks and makes its history "
+        "and catalog equal the list (deletions a watch never delivered included); 0: never.",
+    )
     status_key: SecretStr | None = Field(
         default=None,
         description="Key of the HMAC that marks statuses the operator wrote (from a Secret); "
