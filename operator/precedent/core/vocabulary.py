@@ -127,6 +127,43 @@ _PHRASES: Mapping[str, tuple[str, ...]] = {
         r"new\s+image",
         r"surge",
     ),
+    # Nouns: the same object under its kubectl short name, its API kind and its spoken name.
+    "autoscaler": (
+        r"autoscal\w*",
+        r"\bhpas?\b",
+        r"horizontal\s*pod\s*autoscal\w*",
+        r"\bkeda\b",
+        r"scaledobjects?",
+    ),
+    "node-pool": (
+        r"node\s*pools?",
+        r"agent\s*pools?",
+        r"node\s*groups?",
+        r"machine\s*sets?",
+        r"\bvmss\b|scale\s+sets?",
+    ),
+    "flapping": (
+        r"flap\w*",
+        r"oscillat\w*",
+        r"thrash\w*",
+        r"up\s+and\s+down",
+        r"yo-?yo\w*",
+    ),
+    "crash-loop": (
+        r"crash\s*loop\w*",
+        r"crashloopbackoff",
+        r"keeps?\s+restarting|restart\s+loops?",
+    ),
+    "disk-full": (
+        r"disk\s+(?:full|pressure)",
+        r"no\s+space\s+left",
+        r"fill\w*\s+(?:up\s+)?(?:the\s+)?(?:disk|volume)s?",
+        r"(?:disk|volume)s?\s+(?:filled|ran\s+out)",
+    ),
+    "single-replica": (
+        r"(?:single|one|1)[\s-]+(?:replica|pod|instance)s?\b",
+        r"minreplicas\s*(?:of\s*)?1\b",
+    ),
 }
 
 CONCEPTS: Mapping[str, re.Pattern[str]] = {
