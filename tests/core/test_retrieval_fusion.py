@@ -87,3 +87,14 @@ def test_rule_ties_are_ordered_by_the_vector_similarity(risk_model: str) -> None
     assert [s.id for s in result.similar] == ["INC-2", "INC-1"]
     assert [s.similarity for s in result.similar] == pytest.approx([0.8, 0.8])
     assert result.similar[0].relevance > result.similar[1].relevance
+
+
+def test_bm25_leg_leaves_topic_concepts_to_the_words() -> None:
+    """Only action concepts enter the sparse leg: "dns" and "coredns" share the ``~dns``
+    topic, but a second, folded match would lift a read-only DNS check towards every DNS
+    incident; the words already match where they are the same."""
+    match = Bm25Match()
+    match.add("coredns", "CoreDNS restart left stale conntrack entries")
+    match.add("other", "Checkout latency rose after a rollout")
+    assert match.match("run a dns check", ["coredns", "other"]).tolist() == [0.0, 0.0]
+    assert match.match("bounce the pods", ["coredns", "other"])[0] > 0

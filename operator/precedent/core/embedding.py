@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from precedent.core.vocabulary import concepts
+from precedent.core.vocabulary import ACTION_CONCEPTS, concepts
 
 __all__ = [
     "STOPWORDS",
@@ -355,8 +355,10 @@ class Bm25Match:
 
     def __init__(self, *, k1: float = 1.2, b: float = 0.75, vocabulary: bool = True) -> None:
         self._k1, self._b = k1, b
-        # The operations vocabulary's concept terms (``~scale-down``) count as words on both
-        # sides, so the sparse leg also sees "lower the replica count" as a scale-down.
+        # The vocabulary's action concepts (``~scale-down``) count as words on both sides, so
+        # the sparse leg also sees "lower the replica count" as a scale-down. Only the verbs:
+        # a topic concept (``~dns``) would add a second match for words BM25 already matches
+        # ("dns", "coredns"), raising a read-only DNS check's similarity to DNS incidents.
         self._vocabulary = vocabulary
         self._docs: dict[str, tuple[Counter[str], int, str]] = {}
         self._df: Counter[str] = Counter()
@@ -377,7 +379,7 @@ class Bm25Match:
     def _terms(self, text: str) -> Counter[str]:
         counts = Counter(tokenize(text))
         if self._vocabulary:
-            counts.update(concepts(text))
+            counts.update(concepts(text, only=ACTION_CONCEPTS))
         return counts
 
     def add(self, doc_id: str, text: str, fingerprint: str = "") -> None:

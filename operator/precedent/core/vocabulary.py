@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-__all__ = ["CONCEPTS", "concepts"]
+__all__ = ["ACTION_CONCEPTS", "CONCEPTS", "concepts"]
 
 _GAP = r"(?:\s+\w+){0,3}?\s+"  # up to three words between a verb and its object
 
@@ -174,11 +174,31 @@ CONCEPTS: Mapping[str, re.Pattern[str]] = {
 _SEPARATORS = re.compile(r"[^a-z0-9]+")
 
 
-def concepts(text: str) -> list[str]:
-    """Concept features of ``text``: ``~name`` once per phrase occurrence, in concept order."""
+ACTION_CONCEPTS: frozenset[str] = frozenset(
+    {
+        "scale-down",
+        "scale-up",
+        "restart",
+        "rollback",
+        "rollout",
+        "delete",
+        "drain",
+        "credential-rotation",
+        "failover",
+        "upgrade",
+    }
+)
+"""The concepts that name a change (verbs), as opposed to what it touches (nouns, topics)."""
+
+
+def concepts(text: str, *, only: frozenset[str] | None = None) -> list[str]:
+    """Concept features of ``text``: ``~name`` once per phrase occurrence, in concept order
+    (``only``: just these concepts)."""
     flat = _SEPARATORS.sub(" ", text.lower())
     found: list[str] = []
     for name, pattern in CONCEPTS.items():
+        if only is not None and name not in only:
+            continue
         hits = len(pattern.findall(flat))
         found.extend([f"~{name}"] * hits)
     return found
