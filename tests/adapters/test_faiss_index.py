@@ -117,3 +117,34 @@ def test_switches_to_ivf_above_the_threshold_and_keeps_recall(tmp_path: Path) ->
     loaded = FaissIncidentIndex.load(tmp_path)
     assert loaded.kind == "approximate"
     assert len(loaded) == 3999
+
+
+def test_fp16_codes_keep_near_duplicates_apart() -> None:
+    """The default 16-bit codes score within 1e-3 of the exact cosine, so incidents that differ
+    by less than the 8-bit quantisation error keep their order; 8-bit codes err more."""
+    rng = np.random.default_rng(4)
+    centres = _vectors(20, seed=5)
+    vectors = l2_normalize(
+        (centres[rng.integers(0, 20, 3000)] + 0.02 * _vectors(3000, seed=6)).astype(np.float32)
+    )
+    ids = [f"i{i}" for i in range(3000)]
+    errors = {}
+    for codes in ("fp16", "sq8"):
+        index = FaissIncidentIndex(
+            32,
+            approximate_threshold=1000,
+            nprobe=64,
+            approximate_codes=codes,  # type: ignore[arg-type]
+        )
+        index.add(ids, vectors)
+        assert index.kind == "approximate"
+        errors[codes] = max(
+            abs(score - float(vectors[int(i[1:])] @ q))
+            for q in vectors[:30]
+            for i, score in index.search(q, 10)
+        )
+    assert errors["fp16"] < 1e-3
+    assert errors["sq8"] > errors["fp16"]
+    assert FaissIncidentIndex(32).approximate_codes == "fp16"
+    with pytest.raises(ValueError, match="approximate_codes"):
+        FaissIncidentIndex(32, approximate_codes="pq")  # type: ignore[arg-type]

@@ -44,9 +44,10 @@ __all__ = ["SyncReport", "VectorNeighbours"]
 
 logger = logging.getLogger(__name__)
 
-# Bumped whenever what an embedder sees of an incident changes (v2: the concept vocabulary),
-# so that a saved index is re-embedded instead of mixing two versions' vectors.
-_TEXT_VERSION = "2"
+# Bumped whenever what an embedder sees of an incident changes (v2: the concept vocabulary;
+# v3: its noun concepts), so that a saved index is re-embedded instead of mixing two
+# versions' vectors.
+_TEXT_VERSION = "3"
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from precedent.core.vocabulary import concepts
+from precedent.core.vocabulary import ACTION_CONCEPTS, concepts
 
 __all__ = [
     "STOPWORDS",
@@ -353,8 +353,13 @@ class Bm25Match:
     there are.
     """
 
-    def __init__(self, *, k1: float = 1.2, b: float = 0.75) -> None:
+    def __init__(self, *, k1: float = 1.2, b: float = 0.75, vocabulary: bool = True) -> None:
         self._k1, self._b = k1, b
+        # The vocabulary's action concepts (``~scale-down``) count as words on both sides, so
+        # the sparse leg also sees "lower the replica count" as a scale-down. Only the verbs:
+        # a topic concept (``~dns``) would add a second match for words BM25 already matches
+        # ("dns", "coredns"), raising a read-only DNS check's similarity to DNS incidents.
+        self._vocabulary = vocabulary
         self._docs: dict[str, tuple[Counter[str], int, str]] = {}
         self._df: Counter[str] = Counter()
         self._total = 0
@@ -371,10 +376,16 @@ class Bm25Match:
         """The documents' ids."""
         return list(self._docs)
 
+    def _terms(self, text: str) -> Counter[str]:
+        counts = Counter(tokenize(text))
+        if self._vocabulary:
+            counts.update(concepts(text, only=ACTION_CONCEPTS))
+        return counts
+
     def add(self, doc_id: str, text: str, fingerprint: str = "") -> None:
         """Add (or replace) one document."""
         self.remove(doc_id)
-        counts = Counter(tokenize(text))
+        counts = self._terms(text)
         length = sum(counts.values())
         self._docs[doc_id] = (counts, length, fingerprint)
         self._df.update(counts.keys())
@@ -403,7 +414,7 @@ class Bm25Match:
     def match(self, query: str, ids: Sequence[str]) -> npt.NDArray[np.float64]:
         """One 0–1 score per id in ``ids`` (0 for ids not added)."""
         out = np.zeros(len(ids), dtype=np.float64)
-        words = set(tokenize(query))
+        words = set(self._terms(query))
         idf = {w: self._idf(w) for w in words}
         ceiling = sum(idf.values()) * (self._k1 + 1.0)
         if ceiling <= 0 or not self._docs:

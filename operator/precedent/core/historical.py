@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -117,11 +117,12 @@ def evaluate_history(
     # People's ranking reorders the most similar candidates; boosts are at most ×2.34, so an
     # incident far down the similarity order cannot reach the top few.
     ranked = []
+    vector = _vector_term(mode, combined, sem)
     for p in ordered[: max(10 * top_k, 50)]:
         incident = history.incidents[p]
         rank = rank_score(
             incident,
-            float(combined[p]),
+            float(vector[p]),
             resource_name=action.resource_name,
             now=now,
             weights=ranking,
@@ -151,6 +152,24 @@ def evaluate_history(
         else None,
     )
     return HistoricalResult(risk=risk, similar=similar, similar_count=len(ordered))
+
+
+def _vector_term(
+    mode: SimilarityMode, similarity: npt.NDArray[np.floating[Any]], sem: npt.NDArray[np.float32]
+) -> npt.NDArray[np.float64]:
+    """Seed 002's ``vector_similarity`` in people's ranking: the vector index's similarity.
+
+    In ``hybrid`` mode an incident's similarity is max(rule, semantic), and the rules give
+    many incidents the same coarse value (every drain of a node scores 0.8), which left the
+    order among them to the metadata and the boosts alone. The people-facing order uses the
+    vector similarity, as seed 002's formula says (0 for an incident the index did not
+    return); the score, the counted precedents and the listed ``similarity`` do not change.
+    ``rules`` mode has no vectors and ranks by the rule similarity.
+    """
+    if mode == "rules":
+        return similarity.astype(np.float64)
+    # Rounded as the combined similarity is, so equal cosines tie as the listed values do.
+    return np.round(sem, 4).astype(np.float64)
 
 
 def _evaluate_default(
@@ -199,6 +218,7 @@ def _evaluate_default(
     retrieved = model.precedent | (sem > 0) if mode != "rules" else model.precedent
     listed = np.flatnonzero(retrieved)
     shown = np.where(model.precedent, combined, sem).astype(np.float64)
+    vector = _vector_term(mode, shown, sem)
     below = ~model.scored[listed]
     candidates = listed[
         np.lexsort((history.id_rank[listed], -model.evidence[listed], -shown[listed], below))
@@ -208,7 +228,7 @@ def _evaluate_default(
         incident = history.incidents[p]
         rank = rank_score(
             incident,
-            float(shown[p]),
+            float(vector[p]),
             resource_name=action.resource_name,
             now=now,
             weights=ranking,
@@ -223,7 +243,7 @@ def _evaluate_default(
         # relevant incident" that the list leaves out.
         relevance = rank_score(
             history.incidents[strongest],
-            float(shown[strongest]),
+            float(vector[strongest]),
             resource_name=action.resource_name,
             now=now,
             weights=ranking,

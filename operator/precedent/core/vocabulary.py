@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-__all__ = ["CONCEPTS", "concepts"]
+__all__ = ["ACTION_CONCEPTS", "CONCEPTS", "concepts"]
 
 _GAP = r"(?:\s+\w+){0,3}?\s+"  # up to three words between a verb and its object
 
@@ -127,6 +127,43 @@ _PHRASES: Mapping[str, tuple[str, ...]] = {
         r"new\s+image",
         r"surge",
     ),
+    # Nouns: the same object under its kubectl short name, its API kind and its spoken name.
+    "autoscaler": (
+        r"autoscal\w*",
+        r"\bhpas?\b",
+        r"horizontal\s*pod\s*autoscal\w*",
+        r"\bkeda\b",
+        r"scaledobjects?",
+    ),
+    "node-pool": (
+        r"node\s*pools?",
+        r"agent\s*pools?",
+        r"node\s*groups?",
+        r"machine\s*sets?",
+        r"\bvmss\b|scale\s+sets?",
+    ),
+    "flapping": (
+        r"flap\w*",
+        r"oscillat\w*",
+        r"thrash\w*",
+        r"up\s+and\s+down",
+        r"yo-?yo\w*",
+    ),
+    "crash-loop": (
+        r"crash\s*loop\w*",
+        r"crashloopbackoff",
+        r"keeps?\s+restarting|restart\s+loops?",
+    ),
+    "disk-full": (
+        r"disk\s+(?:full|pressure)",
+        r"no\s+space\s+left",
+        r"fill\w*\s+(?:up\s+)?(?:the\s+)?(?:disk|volume)s?",
+        r"(?:disk|volume)s?\s+(?:filled|ran\s+out)",
+    ),
+    "single-replica": (
+        r"(?:single|one|1)[\s-]+(?:replica|pod|instance)s?\b",
+        r"minreplicas\s*(?:of\s*)?1\b",
+    ),
 }
 
 CONCEPTS: Mapping[str, re.Pattern[str]] = {
@@ -137,11 +174,31 @@ CONCEPTS: Mapping[str, re.Pattern[str]] = {
 _SEPARATORS = re.compile(r"[^a-z0-9]+")
 
 
-def concepts(text: str) -> list[str]:
-    """Concept features of ``text``: ``~name`` once per phrase occurrence, in concept order."""
+ACTION_CONCEPTS: frozenset[str] = frozenset(
+    {
+        "scale-down",
+        "scale-up",
+        "restart",
+        "rollback",
+        "rollout",
+        "delete",
+        "drain",
+        "credential-rotation",
+        "failover",
+        "upgrade",
+    }
+)
+"""The concepts that name a change (verbs), as opposed to what it touches (nouns, topics)."""
+
+
+def concepts(text: str, *, only: frozenset[str] | None = None) -> list[str]:
+    """Concept features of ``text``: ``~name`` once per phrase occurrence, in concept order
+    (``only``: just these concepts)."""
     flat = _SEPARATORS.sub(" ", text.lower())
     found: list[str] = []
     for name, pattern in CONCEPTS.items():
+        if only is not None and name not in only:
+            continue
         hits = len(pattern.findall(flat))
         found.extend([f"~{name}"] * hits)
     return found
