@@ -120,6 +120,10 @@ class DependencyGraph:
         self._by_label: defaultdict[tuple[str, str, str], set[NodeKey]] = defaultdict(set)
         self._workloads_in: defaultdict[str, set[NodeKey]] = defaultdict(set)
         self._services_in: defaultdict[str, set[NodeKey]] = defaultdict(set)
+        # Services by (namespace, first selector pair): a Service selecting a workload has that
+        # pair among the workload's labels, so a workload's labels find its Services without
+        # scanning the namespace (the scan made a restart quadratic in namespace size).
+        self._selecting: defaultdict[tuple[str, str, str], set[NodeKey]] = defaultdict(set)
         self._policies_in: defaultdict[str, set[str]] = defaultdict(set)
         self._pdbs_in: defaultdict[str, set[str]] = defaultdict(set)
         self._hpa_for: defaultdict[NodeKey, set[tuple[str, str]]] = defaultdict(set)
@@ -349,11 +353,12 @@ class DependencyGraph:
         self._link_workload(key)
         # Services that selected the old labels or select the new ones.
         affected = {s for s in self._in.get(key, {}) if s.kind == "Service"}
-        affected.update(
-            s
-            for s in self._services_in.get(key.namespace, ())
-            if self._selects(self._services[s], workload)
-        )
+        for label in workload.labels.items():
+            affected.update(
+                s
+                for s in self._selecting.get((key.namespace, *label), ())
+                if self._selects(self._services[s], workload)
+            )
         changed = (
             old is None or old.labels != workload.labels or old.node_type != workload.node_type
         )
@@ -467,9 +472,26 @@ class DependencyGraph:
         smallest = min(buckets, key=len)
         return {w for w in smallest if all(w in b for b in buckets)}
 
+    def _index_selector(self, service: Service, *, add: bool) -> None:
+        if not service.selector:
+            return
+        ref = (service.key.namespace, *service.selector[0])
+        if add:
+            self._selecting[ref].add(service.key)
+            return
+        bucket = self._selecting.get(ref)
+        if bucket is not None:
+            bucket.discard(service.key)
+            if not bucket:
+                del self._selecting[ref]
+
     def _apply_service(self, service: Service) -> None:
         key = service.key
+        old = self._services.get(key)
+        if old is not None:
+            self._index_selector(old, add=False)
         self._services[key] = service
+        self._index_selector(service, add=True)
         self._services_in[key.namespace].add(key)
         self._by_name[key.name].add(key)
         self._link_service(key, relink_callers=False)
@@ -480,7 +502,7 @@ class DependencyGraph:
         self._relink_named(key.name)
 
     def _delete_service(self, key: NodeKey) -> None:
-        del self._services[key]
+        self._index_selector(self._services.pop(key), add=False)
         self._services_in[key.namespace].discard(key)
         self._by_name[key.name].discard(key)
         self._service_type.pop(key, None)
