@@ -33,6 +33,11 @@ DEFAULT_LIMIT = 2_000
 upstream"): past that, the target is a hub most of the cluster depends on, any threshold on
 the count is crossed, and the walk would cost the size of the cluster."""
 
+REMEMBER_FROM = 200
+"""A blast radius reaching at least this many nodes is kept until the graph next changes
+(:meth:`DependencyGraph.remember`): a hub is asked about again and again, and its answer is the
+costly one; a smaller answer costs less to recompute than to keep."""
+
 _KIND = itemgetter(0)
 _NAMESPACE = itemgetter(1)
 
@@ -249,9 +254,27 @@ def blast_radius(
     """
     if target not in graph:
         raise KeyError(target)
+    remembered = graph.remembered((blast_radius, target, limit, detail))
+    if isinstance(remembered, BlastRadius):
+        return remembered
     up, cut_up = _walk(graph.incoming_map, target, limit)
     down, cut_down = _walk(graph.outgoing_map, target, limit)
     del up[target], down[target]
+    answer = _answer(graph, target, up, down, cut_up or cut_down, detail=detail)
+    if len(up) + len(down) >= REMEMBER_FROM:
+        graph.remember((blast_radius, target, limit, detail), answer)
+    return answer
+
+
+def _answer(
+    graph: DependencyGraph,
+    target: NodeKey,
+    up: dict[NodeKey, tuple[int, float, NodeKey]],
+    down: dict[NodeKey, tuple[int, float, NodeKey]],
+    truncated: bool,
+    *,
+    detail: bool,
+) -> BlastRadius:
 
     critical_keys = graph.critical_keys()
     # A Service is critical through its backends; list it only when its own annotation says
@@ -284,7 +307,7 @@ def blast_radius(
         critical_upstream=tuple(critical),
         pdbs=tuple(graph.pdbs_protecting(target)),
         paths=_paths(graph, target, up, set(critical)),
-        truncated=cut_up or cut_down,
+        truncated=truncated,
         upstream=_reached(graph, up) if detail else (),
         downstream=_reached(graph, down) if detail else (),
     )

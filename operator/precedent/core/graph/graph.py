@@ -17,7 +17,7 @@ measures it per workload.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,6 +135,9 @@ class DependencyGraph:
         self._hints_to: defaultdict[str, set[tuple[str, str]]] = defaultdict(set)
         self._service_type: dict[NodeKey, NodeType] = {}
         self._critical_cache: frozenset[NodeKey] | None = None
+        # Answers computed from the graph (blast radii of hubs), dropped on every change.
+        self._generation = 0
+        self._answers: dict[Hashable, object] = {}
         # edges, both directions
         self._out: defaultdict[NodeKey, dict[NodeKey, Edge]] = defaultdict(dict)
         self._in: defaultdict[NodeKey, dict[NodeKey, Edge]] = defaultdict(dict)
@@ -258,6 +261,36 @@ class DependencyGraph:
                 out.append(f"{name} ({pdb.budget})" if pdb.budget else name)
         return out
 
+    # ------------------------------------------------------------------ remembered answers
+
+    ANSWERS_KEPT = 64
+    """Most answers :meth:`remember` keeps (the oldest goes first): a few hubs' blast radii."""
+
+    @property
+    def generation(self) -> int:
+        """A counter that moves on every change to the graph (never on an unchanged apply)."""
+        return self._generation
+
+    def remembered(self, key: Hashable) -> object | None:
+        """An answer stored with :meth:`remember` since the last change, or None."""
+        return self._answers.get(key)
+
+    def remember(self, key: Hashable, answer: object) -> None:
+        """Keep ``answer`` (computed from the graph as it is) until the graph next changes.
+
+        Any change drops every answer: working out which answers a change can reach would
+        cost a walk per change, and the answers worth keeping (hubs) are few and are
+        recomputed within the query budget.
+        """
+        if len(self._answers) >= self.ANSWERS_KEPT:
+            del self._answers[next(iter(self._answers))]
+        self._answers[key] = answer
+
+    def _changed(self) -> None:
+        self._generation += 1
+        self._critical_cache = None
+        self._answers.clear()
+
     # ------------------------------------------------------------------ changes
 
     def apply(self, obj: Mapping[str, Any]) -> None:
@@ -267,31 +300,58 @@ class DependencyGraph:
         naming the field, and leaves the graph as it was.
         """
         kind = obj.get("kind")
-        if kind in ("Service", "Ingress", *WORKLOAD_KINDS):
-            self._critical_cache = None
+        if kind not in KINDS:
+            return
+        # An object applied again unchanged (a status update, a resync after a restart of the
+        # watch) changes nothing: return before relinking, and keep the remembered answers.
         if kind in WORKLOAD_KINDS:
-            self._apply_workload(parse_workload(obj))
+            workload = parse_workload(obj)
+            if self._workloads.get(workload.key) == workload:
+                return
+            self._changed()
+            self._apply_workload(workload)
         elif kind == "Service":
-            self._apply_service(parse_service(obj))
+            service = parse_service(obj)
+            if self._services.get(service.key) == service:
+                return
+            self._changed()
+            self._apply_service(service)
         elif kind == "Ingress":
-            self._apply_ingress(parse_ingress(obj))
+            ingress = parse_ingress(obj)
+            if self._ingresses.get(ingress.key) == ingress:
+                return
+            self._changed()
+            self._apply_ingress(ingress)
         elif kind == "ConfigMap":
             namespace, name, data = parse_configmap(obj)
+            stored = self._configmaps.get((namespace, name))
+            if stored is not None and {k: v for k, (v, _) in stored.items()} == data:
+                return
+            self._changed()
             self._configmaps[(namespace, name)] = {
                 k: (v, references_in_value(v, k)) for k, v in data.items()
             }
             self._relink_workloads(self._cm_readers.get((namespace, name), set()))
         elif kind == "NetworkPolicy":
             policy = parse_network_policy(obj)
+            if self._policies.get((policy.namespace, policy.name)) == policy:
+                return
+            self._changed()
             self._policies[(policy.namespace, policy.name)] = policy
             self._policies_in[policy.namespace].add(policy.name)
             self._relink_for_policy(policy.namespace)
         elif kind == "PodDisruptionBudget":
             pdb = parse_pdb(obj)
+            if self._pdbs.get((pdb.namespace, pdb.name)) == pdb:
+                return
+            self._changed()
             self._pdbs[(pdb.namespace, pdb.name)] = pdb
             self._pdbs_in[pdb.namespace].add(pdb.name)
         elif kind == "HorizontalPodAutoscaler":
             hpa = parse_hpa(obj)
+            if self._hpas.get((hpa.namespace, hpa.name)) == hpa:
+                return
+            self._changed()
             self._drop_hpa((hpa.namespace, hpa.name))
             self._hpas[(hpa.namespace, hpa.name)] = hpa
             self._hpa_for[hpa.target].add((hpa.namespace, hpa.name))
@@ -304,7 +364,7 @@ class DependencyGraph:
     def delete(self, kind: str, namespace: str, name: str) -> None:
         """Forget one object; unknown objects are ignored."""
         key = NodeKey(kind, namespace, name)
-        self._critical_cache = None
+        self._changed()
         if kind in WORKLOAD_KINDS and key in self._workloads:
             self._delete_workload(key)
         elif kind == "Service" and key in self._services:
@@ -328,6 +388,7 @@ class DependencyGraph:
 
     def set_hints(self, hints: Iterable[TopologyHint]) -> None:
         """Replace the fleet-memory topology hints (edges between nodes found by name)."""
+        self._changed()
         old_sources = {h.source for h in self._hints.values()}
         self._hints = {(h.source, h.target): h for h in hints}
         self._hints_to = defaultdict(set)
