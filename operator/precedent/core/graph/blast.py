@@ -30,8 +30,9 @@ __all__ = [
 
 DEFAULT_LIMIT = 2_000
 """Most nodes one direction of a query reaches before it stops and says so ("2000+
-upstream"): past that, the target is a hub most of the cluster depends on, any threshold on
-the count is crossed, and the walk would cost the size of the cluster."""
+upstream"; checked per edge, so a cut answer counts exactly this many): past that, the target
+is a hub most of the cluster depends on, any threshold on the count is crossed, and the walk
+would cost the size of the cluster."""
 
 REMEMBER_FROM = 200
 """A blast radius reaching at least this many nodes is kept until the graph next changes
@@ -94,7 +95,8 @@ class BlastRadius:
     """Up to :data:`TOP_PATHS` upstream paths ending at the target: from entry points (nodes
     nobody depends on) first, then from critical nodes, then longest; none inside another."""
     truncated: bool
-    """True when a direction reached :data:`DEFAULT_LIMIT` (or the given limit) nodes."""
+    """True when a direction had more than :data:`DEFAULT_LIMIT` (or the given limit) nodes
+    to reach: its count is then the limit."""
     upstream: tuple[Reached, ...] = ()
     """Who depends on it, by hops then key (filled when asked for ``detail``)."""
     downstream: tuple[Reached, ...] = ()
