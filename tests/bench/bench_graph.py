@@ -11,11 +11,14 @@ so a few targets have most of the cluster upstream. About 40,000 reference edges
 
 Prints: the full build (what a restart costs: every object applied once), the memory the
 graph holds per workload (tracemalloc, the manifests themselves excluded), blast-radius query
-p50/p99 over random targets and over the platform hubs, and one workload re-applied.
+p50/p99 over random targets and over the platform hubs with nothing remembered (the cost
+right after any change), the hubs again once remembered, and one workload re-applied unchanged
+(a status update) and changed (a new image).
 """
 
 from __future__ import annotations
 
+import copy
 import gc
 import random
 import statistics
@@ -24,6 +27,7 @@ import tracemalloc
 from typing import Any
 
 from precedent.core.graph import DependencyGraph, NodeKey, blast_radius
+from precedent.core.graph import blast as blast_module
 
 NAMESPACES = 100
 PER_NAMESPACE = 100
@@ -128,15 +132,31 @@ def measure(objects: list[dict[str, Any]], queries: int) -> dict[str, Any]:
         return times, sizes
 
     targets = [rng.choice(workloads) for _ in range(queries)]
-    random_ms, random_up = timed(targets, detail=False)
-    detail_ms, detail_up = timed(targets[: max(1, queries // 4)], detail=True)
-    hub_ms, hub_up = timed(hubs * 5, detail=False)
+    # Cold figures first: nothing remembered (what a query costs right after any change).
+    remember_from = blast_module.REMEMBER_FROM
+    blast_module.REMEMBER_FROM = 1 << 62
+    try:
+        random_ms, random_up = timed(targets, detail=False)
+        detail_ms, detail_up = timed(targets[: max(1, queries // 4)], detail=True)
+        hub_ms, hub_up = timed(hubs * 5, detail=False)
+    finally:
+        blast_module.REMEMBER_FROM = remember_from
+    for hub in hubs:
+        blast_radius(graph, hub, detail=False)
+    remembered_ms, remembered_up = timed(hubs * 5, detail=False)
     update_ms = []
+    changed_ms = []
     deployments = [o for o in objects if o["kind"] == "Deployment"]
     for obj in rng.sample(deployments, min(200, len(deployments))):
         t = time.perf_counter()
         graph.apply(obj)
         update_ms.append((time.perf_counter() - t) * 1000)
+        changed = copy.deepcopy(obj)
+        container = changed["spec"]["template"]["spec"]["containers"][0]
+        container["image"] = container["image"].replace(":1", ":2")
+        t = time.perf_counter()
+        graph.apply(changed)
+        changed_ms.append((time.perf_counter() - t) * 1000)
     return {
         "workloads": graph.workload_count,
         "edges": graph.edge_count,
@@ -149,7 +169,10 @@ def measure(objects: list[dict[str, Any]], queries: int) -> dict[str, Any]:
         "detail_up": detail_up,
         "hub_ms": hub_ms,
         "hub_up": hub_up,
+        "remembered_ms": remembered_ms,
+        "remembered_up": remembered_up,
         "update_ms": update_ms,
+        "changed_ms": changed_ms,
     }
 
 
@@ -166,7 +189,9 @@ def main() -> None:
         ("blast radius, random", figures["random_ms"], figures["random_up"]),
         ("  with per-node detail", figures["detail_ms"], figures["detail_up"]),
         ("blast radius, platform hubs", figures["hub_ms"], figures["hub_up"]),
-        ("re-apply one Deployment", figures["update_ms"], [0]),
+        ("  hubs, remembered", figures["remembered_ms"], figures["remembered_up"]),
+        ("re-apply, unchanged", figures["update_ms"], [0]),
+        ("apply a changed Deployment", figures["changed_ms"], [0]),
     ):
         print(
             f"{label:<30}{len(ms):>6}{statistics.median(ms):>10.3f}{_pct(ms, 0.99):>10.3f}"

@@ -10,8 +10,10 @@ whole cluster depends on (the answer says it was cut).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from precedent.core.graph.graph import DependencyGraph
@@ -28,8 +30,17 @@ __all__ = [
 
 DEFAULT_LIMIT = 2_000
 """Most nodes one direction of a query reaches before it stops and says so ("2000+
-upstream"): past that, the target is a hub most of the cluster depends on, any threshold on
-the count is crossed, and the walk would cost the size of the cluster."""
+upstream"; checked per edge, so a cut answer counts exactly this many): past that, the target
+is a hub most of the cluster depends on, any threshold on the count is crossed, and the walk
+would cost the size of the cluster."""
+
+REMEMBER_FROM = 200
+"""A blast radius reaching at least this many nodes is kept until the graph next changes
+(:meth:`DependencyGraph.remember`): a hub is asked about again and again, and its answer is the
+costly one; a smaller answer costs less to recompute than to keep."""
+
+_KIND = itemgetter(0)
+_NAMESPACE = itemgetter(1)
 
 TOP_PATHS = 5
 """How many paths a blast radius lists."""
@@ -84,7 +95,8 @@ class BlastRadius:
     """Up to :data:`TOP_PATHS` upstream paths ending at the target: from entry points (nodes
     nobody depends on) first, then from critical nodes, then longest; none inside another."""
     truncated: bool
-    """True when a direction reached :data:`DEFAULT_LIMIT` (or the given limit) nodes."""
+    """True when a direction had more than :data:`DEFAULT_LIMIT` (or the given limit) nodes
+    to reach: its count is then the limit."""
     upstream: tuple[Reached, ...] = ()
     """Who depends on it, by hops then key (filled when asked for ``detail``)."""
     downstream: tuple[Reached, ...] = ()
@@ -191,35 +203,41 @@ def _walk(
     conf: dict[NodeKey, float] = {start: 1.0}
     result: dict[NodeKey, tuple[int, float, NodeKey]] = {start: (0, 1.0, start)}
     get = adjacency.get
-    empty: Mapping[NodeKey, Edge] = {}
     frontier = [start]
     depth = 0
+    room = limit  # nodes the walk may still add
     while frontier:
         depth += 1
         layer: dict[NodeKey, float] = {}
         via: dict[NodeKey, NodeKey] = {}
         for node in frontier:
+            edges = get(node)
+            if not edges:
+                continue
             here = conf[node]
-            for other, edge in get(node, empty).items():
+            for other, edge in edges.items():
                 if other in conf:
                     continue
                 c = edge.confidence
                 if here < c:
                     c = here
                 seen = layer.get(other)
-                if seen is None or c > seen or (c == seen and node < via[other]):
+                if seen is None:
+                    if not room:
+                        # The cut-off is checked per edge: a hub's first layer alone can be
+                        # the whole cluster, and reading all of it would cost as much.
+                        for reached, c in layer.items():
+                            result[reached] = (depth, c, via[reached])
+                        return result, True
+                    room -= 1
                     layer[other] = c
                     via[other] = node
-            if len(result) + len(layer) > limit:
-                # Stop inside the layer: a hub's first layer alone can be the whole cluster.
-                for other, c in layer.items():
-                    result[other] = (depth, c, via[other])
-                return result, True
+                elif c > seen or (c == seen and node < via[other]):
+                    layer[other] = c
+                    via[other] = node
         conf.update(layer)
         for other, c in layer.items():
             result[other] = (depth, c, via[other])
-        if len(result) > limit:
-            return result, True
         frontier = list(layer)
     return result, False
 
@@ -238,9 +256,27 @@ def blast_radius(
     """
     if target not in graph:
         raise KeyError(target)
+    remembered = graph.remembered((blast_radius, target, limit, detail))
+    if isinstance(remembered, BlastRadius):
+        return remembered
     up, cut_up = _walk(graph.incoming_map, target, limit)
     down, cut_down = _walk(graph.outgoing_map, target, limit)
     del up[target], down[target]
+    answer = _answer(graph, target, up, down, cut_up or cut_down, detail=detail)
+    if len(up) + len(down) >= REMEMBER_FROM:
+        graph.remember((blast_radius, target, limit, detail), answer)
+    return answer
+
+
+def _answer(
+    graph: DependencyGraph,
+    target: NodeKey,
+    up: dict[NodeKey, tuple[int, float, NodeKey]],
+    down: dict[NodeKey, tuple[int, float, NodeKey]],
+    truncated: bool,
+    *,
+    detail: bool,
+) -> BlastRadius:
 
     critical_keys = graph.critical_keys()
     # A Service is critical through its backends; list it only when its own annotation says
@@ -258,11 +294,12 @@ def blast_radius(
         ),
         key=lambda k: (up[k][0], k),
     )
+    # Counted and collected by C-level iteration: these loops run once per reached node.
     kinds: dict[str, int] = {}
-    for key in up:
-        label = "workload" if key.kind in WORKLOAD_KINDS else key.kind.lower()
-        kinds[label] = kinds.get(label, 0) + 1
-    namespaces = {target.namespace} | {k.namespace for k in up} | {k.namespace for k in down}
+    for kind, n in Counter(map(_KIND, up)).items():
+        label = "workload" if kind in WORKLOAD_KINDS else kind.lower()
+        kinds[label] = kinds.get(label, 0) + n
+    namespaces = {target.namespace, *map(_NAMESPACE, up), *map(_NAMESPACE, down)}
     return BlastRadius(
         target=target,
         upstream_count=len(up),
@@ -272,7 +309,7 @@ def blast_radius(
         critical_upstream=tuple(critical),
         pdbs=tuple(graph.pdbs_protecting(target)),
         paths=_paths(graph, target, up, set(critical)),
-        truncated=cut_up or cut_down,
+        truncated=truncated,
         upstream=_reached(graph, up) if detail else (),
         downstream=_reached(graph, down) if detail else (),
     )
@@ -295,25 +332,35 @@ def _paths(
     walk: Mapping[NodeKey, tuple[int, float, NodeKey]],
     critical: set[NodeKey],
 ) -> tuple[str, ...]:
-    def rank(key: NodeKey) -> tuple[bool, bool, int, NodeKey]:
-        entry = not any(s in walk for s in graph.incoming(key))
-        return (not entry, key not in critical, -walk[key][0], key)
-
+    # Rank: entry points (no dependent inside the walk) first, then critical nodes, then the
+    # longest paths, then the key. Built in one loop over the walk (no call per node): on a
+    # hub this runs once per reached node.
+    incoming = graph.incoming_map.get
+    reached = walk.keys()
+    ranked = []
+    for key, (hops, _, _) in walk.items():
+        dependents = incoming(key)
+        entry = not dependents or reached.isdisjoint(dependents)
+        ranked.append((not entry, key not in critical, -hops, key))
     chosen: list[str] = []
     covered: set[NodeKey] = set()
+
+    def follow(candidates: Iterable[tuple[bool, bool, int, NodeKey]]) -> bool:
+        for *_, key in candidates:
+            if key in covered:
+                continue
+            chain = [key]
+            while chain[-1] != target:
+                chain.append(walk[chain[-1]][2])
+            covered.update(chain)
+            chosen.append(" → ".join(k.short(target.namespace) for k in chain))
+            if len(chosen) == TOP_PATHS:
+                return True
+        return False
+
     # The best few candidates cover TOP_PATHS distinct paths almost always; sort all only
     # when they do not.
-    ranked = [(rank(k), k) for k in walk]
-    best = [k for _, k in heapq.nsmallest(TOP_PATHS * 8, ranked)]
-    order = best if len(best) == len(ranked) else [*best, *(k for _, k in sorted(ranked))]
-    for key in order:
-        if key in covered:
-            continue
-        chain = [key]
-        while chain[-1] != target:
-            chain.append(walk[chain[-1]][2])
-        covered.update(chain)
-        chosen.append(" → ".join(k.short(target.namespace) for k in chain))
-        if len(chosen) == TOP_PATHS:
-            break
+    best = heapq.nsmallest(TOP_PATHS * 8, ranked)
+    if not follow(best) and len(best) < len(ranked):
+        follow(sorted(ranked)[len(best) :])
     return tuple(chosen)

@@ -17,7 +17,7 @@ measures it per workload.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,6 +120,10 @@ class DependencyGraph:
         self._by_label: defaultdict[tuple[str, str, str], set[NodeKey]] = defaultdict(set)
         self._workloads_in: defaultdict[str, set[NodeKey]] = defaultdict(set)
         self._services_in: defaultdict[str, set[NodeKey]] = defaultdict(set)
+        # Services by (namespace, first selector pair): a Service selecting a workload has that
+        # pair among the workload's labels, so a workload's labels find its Services without
+        # scanning the namespace (the scan made a restart quadratic in namespace size).
+        self._selecting: defaultdict[tuple[str, str, str], set[NodeKey]] = defaultdict(set)
         self._policies_in: defaultdict[str, set[str]] = defaultdict(set)
         self._pdbs_in: defaultdict[str, set[str]] = defaultdict(set)
         self._hpa_for: defaultdict[NodeKey, set[tuple[str, str]]] = defaultdict(set)
@@ -131,6 +135,9 @@ class DependencyGraph:
         self._hints_to: defaultdict[str, set[tuple[str, str]]] = defaultdict(set)
         self._service_type: dict[NodeKey, NodeType] = {}
         self._critical_cache: frozenset[NodeKey] | None = None
+        # Answers computed from the graph (blast radii of hubs), dropped on every change.
+        self._generation = 0
+        self._answers: dict[Hashable, object] = {}
         # edges, both directions
         self._out: defaultdict[NodeKey, dict[NodeKey, Edge]] = defaultdict(dict)
         self._in: defaultdict[NodeKey, dict[NodeKey, Edge]] = defaultdict(dict)
@@ -254,6 +261,36 @@ class DependencyGraph:
                 out.append(f"{name} ({pdb.budget})" if pdb.budget else name)
         return out
 
+    # ------------------------------------------------------------------ remembered answers
+
+    ANSWERS_KEPT = 64
+    """Most answers :meth:`remember` keeps (the oldest goes first): a few hubs' blast radii."""
+
+    @property
+    def generation(self) -> int:
+        """A counter that moves on every change to the graph (never on an unchanged apply)."""
+        return self._generation
+
+    def remembered(self, key: Hashable) -> object | None:
+        """An answer stored with :meth:`remember` since the last change, or None."""
+        return self._answers.get(key)
+
+    def remember(self, key: Hashable, answer: object) -> None:
+        """Keep ``answer`` (computed from the graph as it is) until the graph next changes.
+
+        Any change drops every answer: working out which answers a change can reach would
+        cost a walk per change, and the answers worth keeping (hubs) are few and are
+        recomputed within the query budget.
+        """
+        if len(self._answers) >= self.ANSWERS_KEPT:
+            del self._answers[next(iter(self._answers))]
+        self._answers[key] = answer
+
+    def _changed(self) -> None:
+        self._generation += 1
+        self._critical_cache = None
+        self._answers.clear()
+
     # ------------------------------------------------------------------ changes
 
     def apply(self, obj: Mapping[str, Any]) -> None:
@@ -263,31 +300,58 @@ class DependencyGraph:
         naming the field, and leaves the graph as it was.
         """
         kind = obj.get("kind")
-        if kind in ("Service", "Ingress", *WORKLOAD_KINDS):
-            self._critical_cache = None
+        if kind not in KINDS:
+            return
+        # An object applied again unchanged (a status update, a resync after a restart of the
+        # watch) changes nothing: return before relinking, and keep the remembered answers.
         if kind in WORKLOAD_KINDS:
-            self._apply_workload(parse_workload(obj))
+            workload = parse_workload(obj)
+            if self._workloads.get(workload.key) == workload:
+                return
+            self._changed()
+            self._apply_workload(workload)
         elif kind == "Service":
-            self._apply_service(parse_service(obj))
+            service = parse_service(obj)
+            if self._services.get(service.key) == service:
+                return
+            self._changed()
+            self._apply_service(service)
         elif kind == "Ingress":
-            self._apply_ingress(parse_ingress(obj))
+            ingress = parse_ingress(obj)
+            if self._ingresses.get(ingress.key) == ingress:
+                return
+            self._changed()
+            self._apply_ingress(ingress)
         elif kind == "ConfigMap":
             namespace, name, data = parse_configmap(obj)
+            stored = self._configmaps.get((namespace, name))
+            if stored is not None and {k: v for k, (v, _) in stored.items()} == data:
+                return
+            self._changed()
             self._configmaps[(namespace, name)] = {
                 k: (v, references_in_value(v, k)) for k, v in data.items()
             }
             self._relink_workloads(self._cm_readers.get((namespace, name), set()))
         elif kind == "NetworkPolicy":
             policy = parse_network_policy(obj)
+            if self._policies.get((policy.namespace, policy.name)) == policy:
+                return
+            self._changed()
             self._policies[(policy.namespace, policy.name)] = policy
             self._policies_in[policy.namespace].add(policy.name)
             self._relink_for_policy(policy.namespace)
         elif kind == "PodDisruptionBudget":
             pdb = parse_pdb(obj)
+            if self._pdbs.get((pdb.namespace, pdb.name)) == pdb:
+                return
+            self._changed()
             self._pdbs[(pdb.namespace, pdb.name)] = pdb
             self._pdbs_in[pdb.namespace].add(pdb.name)
         elif kind == "HorizontalPodAutoscaler":
             hpa = parse_hpa(obj)
+            if self._hpas.get((hpa.namespace, hpa.name)) == hpa:
+                return
+            self._changed()
             self._drop_hpa((hpa.namespace, hpa.name))
             self._hpas[(hpa.namespace, hpa.name)] = hpa
             self._hpa_for[hpa.target].add((hpa.namespace, hpa.name))
@@ -300,7 +364,7 @@ class DependencyGraph:
     def delete(self, kind: str, namespace: str, name: str) -> None:
         """Forget one object; unknown objects are ignored."""
         key = NodeKey(kind, namespace, name)
-        self._critical_cache = None
+        self._changed()
         if kind in WORKLOAD_KINDS and key in self._workloads:
             self._delete_workload(key)
         elif kind == "Service" and key in self._services:
@@ -324,6 +388,7 @@ class DependencyGraph:
 
     def set_hints(self, hints: Iterable[TopologyHint]) -> None:
         """Replace the fleet-memory topology hints (edges between nodes found by name)."""
+        self._changed()
         old_sources = {h.source for h in self._hints.values()}
         self._hints = {(h.source, h.target): h for h in hints}
         self._hints_to = defaultdict(set)
@@ -349,11 +414,12 @@ class DependencyGraph:
         self._link_workload(key)
         # Services that selected the old labels or select the new ones.
         affected = {s for s in self._in.get(key, {}) if s.kind == "Service"}
-        affected.update(
-            s
-            for s in self._services_in.get(key.namespace, ())
-            if self._selects(self._services[s], workload)
-        )
+        for label in workload.labels.items():
+            affected.update(
+                s
+                for s in self._selecting.get((key.namespace, *label), ())
+                if self._selects(self._services[s], workload)
+            )
         changed = (
             old is None or old.labels != workload.labels or old.node_type != workload.node_type
         )
@@ -467,9 +533,26 @@ class DependencyGraph:
         smallest = min(buckets, key=len)
         return {w for w in smallest if all(w in b for b in buckets)}
 
+    def _index_selector(self, service: Service, *, add: bool) -> None:
+        if not service.selector:
+            return
+        ref = (service.key.namespace, *service.selector[0])
+        if add:
+            self._selecting[ref].add(service.key)
+            return
+        bucket = self._selecting.get(ref)
+        if bucket is not None:
+            bucket.discard(service.key)
+            if not bucket:
+                del self._selecting[ref]
+
     def _apply_service(self, service: Service) -> None:
         key = service.key
+        old = self._services.get(key)
+        if old is not None:
+            self._index_selector(old, add=False)
         self._services[key] = service
+        self._index_selector(service, add=True)
         self._services_in[key.namespace].add(key)
         self._by_name[key.name].add(key)
         self._link_service(key, relink_callers=False)
@@ -480,7 +563,7 @@ class DependencyGraph:
         self._relink_named(key.name)
 
     def _delete_service(self, key: NodeKey) -> None:
-        del self._services[key]
+        self._index_selector(self._services.pop(key), add=False)
         self._services_in[key.namespace].discard(key)
         self._by_name[key.name].discard(key)
         self._service_type.pop(key, None)
