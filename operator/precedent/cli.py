@@ -14,6 +14,7 @@ from precedent.adapters.loader import NamedRequest, load_requests
 from precedent.catalog_cli import catalog, serve_command
 from precedent.demo import demo_command
 from precedent.errors import InputError, PrecedentError
+from precedent.graph_cli import graph_command
 from precedent.memory_cli import memory
 from precedent.models import Assessment
 from precedent.output import (
@@ -171,6 +172,7 @@ main.add_command(retrieval_cli.fetch_model_command)
 main.add_command(catalog)
 main.add_command(serve_command)
 main.add_command(memory)
+main.add_command(graph_command)
 
 if __name__ == "__main__":  # pragma: no cover
     main()
