@@ -36,20 +36,49 @@ PLURALS = {
     "RemediationRequest": "remediationrequests",
 }
 
+# The built-in kinds of the demo shop (data/shop): kind → (API prefix, plural, namespaced).
+BUILTIN_PATHS = {
+    "Namespace": ("/api/v1", "namespaces", False),
+    "ConfigMap": ("/api/v1", "configmaps", True),
+    "Service": ("/api/v1", "services", True),
+    "Deployment": ("/apis/apps/v1", "deployments", True),
+    "StatefulSet": ("/apis/apps/v1", "statefulsets", True),
+    "DaemonSet": ("/apis/apps/v1", "daemonsets", True),
+    "Ingress": ("/apis/networking.k8s.io/v1", "ingresses", True),
+    "NetworkPolicy": ("/apis/networking.k8s.io/v1", "networkpolicies", True),
+    "HorizontalPodAutoscaler": ("/apis/autoscaling/v2", "horizontalpodautoscalers", True),
+    "PodDisruptionBudget": ("/apis/policy/v1", "poddisruptionbudgets", True),
+}
+
+SHOP_DIR = "shop"
+"""The demo shop's manifests under the data directory (issue 15: blast radius in answers)."""
+
 
 def object_path(kind: str, namespace: str | None, name: str | None = None) -> str:
-    """The REST path of a Precedent object (collection when ``name`` is None)."""
-    base = "/apis/precedent.dev/v1alpha1"
+    """The REST path of a Precedent object or a demo-shop kind (collection when ``name`` is
+    None)."""
     ns = f"/namespaces/{namespace}" if namespace else ""
-    path = f"{base}{ns}/{PLURALS[kind]}"
+    if kind in BUILTIN_PATHS:
+        base, plural, _ = BUILTIN_PATHS[kind]
+    else:
+        base, plural = "/apis/precedent.dev/v1alpha1", PLURALS[kind]
+    path = f"{base}{ns}/{plural}"
     return f"{path}/{name}" if name else path
+
+
+def _namespaced(kind: str) -> bool:
+    if kind in BUILTIN_PATHS:
+        return BUILTIN_PATHS[kind][2]
+    return kind == "RemediationRequest"
 
 
 def apply(client: httpx.Client, paths: Sequence[Path]) -> list[tuple[str, str | None, str]]:
     """Create every document under ``paths``; returns (kind, namespace, name) of each."""
     created = []
     for doc in iter_documents(paths):
-        namespace = doc.namespace if doc.kind == "RemediationRequest" else None
+        namespace = (doc.namespace or "default") if _namespaced(doc.kind) else None
+        if doc.kind not in PLURALS and doc.kind not in BUILTIN_PATHS:
+            raise click.ClickException(f"{doc.where}: kind {doc.kind} is not one the demo applies")
         response = client.post(object_path(doc.kind, namespace), json=doc.body)
         if response.status_code == 409:  # already there from an earlier apply
             continue
@@ -165,6 +194,9 @@ def demo_command(data_dir: Path, crds_dir: Path | None, show: str, timeout: floa
         with httpx.Client(base_url=sandbox.url, timeout=30) as client:
             history = apply(client, [data_dir / "incidents", data_dir / "playbooks"])
             click.echo(f"applied {len(history)} incidents and playbooks")
+            if (data_dir / SHOP_DIR).is_dir():
+                shop = apply(client, [data_dir / SHOP_DIR])
+                click.echo(f"applied the demo shop: {len(shop)} workloads, Services and policies")
             operator = _start_operator(kubeconfig, Path(tmp) / "operator.log")
             try:
                 requests = apply(client, [data_dir / "requests"])

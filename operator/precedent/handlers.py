@@ -27,6 +27,7 @@ from precedent.logging_json import configure_logging
 from precedent.models import API_GROUP, PlaybookHistory
 from precedent.services import AssessmentService, OutcomeService
 from precedent.services.approvals import ApprovalService
+from precedent.services.blast_radius import BlastRadiusService
 from precedent.services.events import EventPoster
 from precedent.services.observability import DecisionRecorder, RequestName
 from precedent.services.outcomes import RequestRef
@@ -435,6 +436,63 @@ async def handle_approval(
         reference = kopf.Body(cast("kopf.RawBody", handled.request))
         kopf.event(reference, type=note.type, reason=note.reason, message=note.message)
     logger.info("%s: %s", handled.verdict.reason, handled.verdict.message)
+
+
+# -- the dependency graph (issue 15) ------------------------------------------------------------
+# kopf's own watches, not a second client: the same login, relisting after 410 Gone, backoff,
+# peering pause and namespace flags as every other handler here. Objects come in through index
+# handlers, as Incidents do, because kopf runs them for the whole initial listing before any
+# other handler: after a restart no request is scored against a half-loaded graph. The index
+# stores nothing (None); the graph lives in the service. DELETED events remove objects.
+# Read-only: nothing here patches these objects (RBAC grants get/list/watch only).
+# PRECEDENT_BLAST_RADIUS=off registers none of them: no watch at all.
+
+GRAPH_RESOURCES = (
+    ("apps", "v1", "deployments"),
+    ("apps", "v1", "statefulsets"),
+    ("apps", "v1", "daemonsets"),
+    ("", "v1", "services"),
+    ("", "v1", "configmaps"),
+    ("networking.k8s.io", "v1", "ingresses"),
+    ("networking.k8s.io", "v1", "networkpolicies"),
+    ("autoscaling", "v2", "horizontalpodautoscalers"),
+    ("policy", "v1", "poddisruptionbudgets"),
+)
+
+
+def _follows_graph() -> bool:
+    try:
+        return load_settings().blast_radius_enabled
+    except PrecedentError:
+        return True  # configure() reports the bad setting and stops the operator
+
+
+def graph_object(body: kopf.Body, resource: kopf.Resource, memo: kopf.Memo, **_: Any) -> None:
+    """An object of a kind the graph reads was listed, added or changed: apply it."""
+    blast: BlastRadiusService | None = memo.service.blast
+    if blast is not None:
+        blast.observe(str(resource.kind), None, body)
+
+
+def graph_object_deleted(
+    body: kopf.Body, resource: kopf.Resource, memo: kopf.Memo, **_: Any
+) -> None:
+    """An object of a kind the graph reads was deleted: remove it."""
+    blast: BlastRadiusService | None = memo.service.blast
+    if blast is not None:
+        blast.observe(str(resource.kind), "DELETED", body)
+
+
+if _follows_graph():
+    for _group, _version, _plural in GRAPH_RESOURCES:
+        kopf.index(_group, _version, _plural, id=f"graph-{_plural}")(graph_object)
+        kopf.on.event(
+            _group,
+            _version,
+            _plural,
+            id=f"graph-{_plural}-deleted",
+            when=lambda type, **_: type == "DELETED",
+        )(graph_object_deleted)
 
 
 @kopf.on.probe(id="history")
