@@ -11,6 +11,8 @@ operator never writes to a request's metadata or spec: status-only writes, as it
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import os
 import secrets
@@ -448,15 +450,15 @@ async def handle_approval(
 # PRECEDENT_BLAST_RADIUS=off registers none of them: no watch at all.
 
 GRAPH_RESOURCES = (
-    ("apps", "v1", "deployments"),
-    ("apps", "v1", "statefulsets"),
-    ("apps", "v1", "daemonsets"),
-    ("", "v1", "services"),
-    ("", "v1", "configmaps"),
-    ("networking.k8s.io", "v1", "ingresses"),
-    ("networking.k8s.io", "v1", "networkpolicies"),
-    ("autoscaling", "v2", "horizontalpodautoscalers"),
-    ("policy", "v1", "poddisruptionbudgets"),
+    ("apps", "v1", "deployments", "Deployment"),
+    ("apps", "v1", "statefulsets", "StatefulSet"),
+    ("apps", "v1", "daemonsets", "DaemonSet"),
+    ("", "v1", "services", "Service"),
+    ("", "v1", "configmaps", "ConfigMap"),
+    ("networking.k8s.io", "v1", "ingresses", "Ingress"),
+    ("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy"),
+    ("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler"),
+    ("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget"),
 )
 
 
@@ -483,8 +485,53 @@ def graph_object_deleted(
         blast.observe(str(resource.kind), "DELETED", body)
 
 
+async def _resync_graph_forever(memo: kopf.Memo, logger: kopf.Logger) -> None:
+    """List the graph's kinds every ``blast_radius_resync_seconds`` and make the graph equal
+    the lists: kopf's re-list never drops what the new list lacks, and a watch resumed against
+    a restored API server never delivers those deletions (the history's rule, the same way)."""
+    blast: BlastRadiusService = memo.service.blast
+    while True:
+        await asyncio.sleep(memo.config.blast_radius_resync_seconds)
+        api: KubeApi = memo.kube_api
+        for group, version, plural, kind in GRAPH_RESOURCES:
+            prefix = f"/apis/{group}/{version}" if group else f"/api/{version}"
+            mark = blast.mark()
+            try:
+                items = await api.list_objects(prefix, plural)
+            except PrecedentError as exc:  # the API server is away: the next round tries again
+                logger.warning("graph resync of %s skipped: %s", plural, exc)
+                continue
+            result = blast.resync(kind, items, mark)
+            if result:
+                logger.info(
+                    "graph resync of %s: %d taken from the API, %d gone from it",
+                    plural,
+                    len(result.applied),
+                    len(result.removed),
+                )
+
+
+@kopf.on.startup(id="graph-resync")
+async def start_graph_resync(memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
+    """Start the periodic full list of the graph's kinds (when the graph and it are on)."""
+    if memo.service.blast is not None and memo.config.blast_radius_resync_seconds > 0:
+        memo.graph_resync = asyncio.create_task(
+            _resync_graph_forever(memo, logger), name="graph-resync"
+        )
+
+
+@kopf.on.cleanup(id="graph-resync")
+async def stop_graph_resync(memo: kopf.Memo, **_: Any) -> None:
+    """Stop the periodic full list."""
+    task: asyncio.Task[None] | None = getattr(memo, "graph_resync", None)
+    if task is not None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
 if _follows_graph():
-    for _group, _version, _plural in GRAPH_RESOURCES:
+    for _group, _version, _plural, _ in GRAPH_RESOURCES:
         kopf.index(_group, _version, _plural, id=f"graph-{_plural}")(graph_object)
         kopf.on.event(
             _group,

@@ -391,6 +391,12 @@ class Settings(BaseSettings):
         default="",
         description="Comma-separated namespaces the graph follows; empty: all.",
     )
+    blast_radius_resync_seconds: float = Field(
+        default=300,
+        ge=0,
+        description="Seconds between full lists of the graph's kinds, which drop objects a "
+        "re-list or a resumed watch never reported deleted; 0: never.",
+    )
     blast_radius_max_upstream: int = Field(
         default=5,
         ge=0,

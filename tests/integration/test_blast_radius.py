@@ -6,11 +6,14 @@ initial listing; deleting a Deployment afterwards reaches the graph through the 
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 
+from precedent.adapters.kube_api import ApiConnection, KubeApi
 from precedent.demo import apply, object_path
+from precedent.services.blast_radius import BlastRadiusService
 from tests.helpers import eventually
 from tests.integration.conftest import DATA, Cluster
 
@@ -41,7 +44,9 @@ def assessed(cluster: Cluster, body: dict[str, Any]) -> dict[str, Any]:
 
 def test_blast_radius_follows_the_shop(cluster: Cluster, monkeypatch: pytest.MonkeyPatch) -> None:
     apply(cluster.client, [DATA / "shop"])
-    with cluster.operator():
+    # The periodic full list runs too, against the sandbox's list endpoints (paged).
+    monkeypatch.setenv("PRECEDENT_BLAST_RADIUS_RESYNC_SECONDS", "1")
+    with cluster.operator() as runner:
         # restart payment-api: the ingress, the storefront and checkout depend on it.
         status = assessed(
             cluster,
@@ -108,3 +113,30 @@ def test_blast_radius_follows_the_shop(cluster: Cluster, monkeypatch: pytest.Mon
         assert "deploy/storefront" not in blast["upstreamWorkloads"]  # it reached via checkout
         assert not any("checkout" in p.split(" → ")[0] for p in blast["topPaths"])
         assert blast["upstreamCount"] < 6
+    assert "graph resync of" not in runner.output  # nothing to fix, and no list failed
+
+
+def test_the_resync_lists_in_pages_and_equals_the_watch(cluster: Cluster) -> None:
+    apply(cluster.client, [DATA / "shop"])
+    service = BlastRadiusService()
+
+    async def listed() -> list[dict[str, Any]]:
+        api = KubeApi(ApiConnection(server=cluster.sandbox.url, headers={}, verify=True))
+        try:
+            return await api.list_objects("/apis/apps/v1", "deployments", page=2)
+        finally:
+            await api.aclose()
+
+    items = asyncio.run(listed())
+    assert sorted(i["metadata"]["name"] for i in items) == [
+        "catalog",
+        "checkout",
+        "email-worker",
+        "fraud-check",
+        "payment-api",
+        "redis",
+        "storefront",
+    ]
+    result = service.resync("Deployment", items, service.mark())
+    assert len(result.applied) == 7
+    assert not service.resync("Deployment", items, service.mark())  # same versions: nothing
