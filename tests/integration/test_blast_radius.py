@@ -10,9 +10,11 @@ import asyncio
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
 from precedent.adapters.kube_api import ApiConnection, KubeApi
 from precedent.demo import apply, object_path
+from precedent.plugin import main
 from precedent.services.blast_radius import BlastRadiusService
 from tests.helpers import eventually
 from tests.integration.conftest import DATA, Cluster
@@ -64,6 +66,13 @@ def test_blast_radius_follows_the_shop(cluster: Cluster, monkeypatch: pytest.Mon
         assert blast["pdbProtected"] is True
         assert blast["upstreamCount"] == 6
         assert "deploy/checkout" in status["risk"]["reasoning"]
+        explained = CliRunner().invoke(main, ["-n", "default", "explain", "rr/restart-payment-api"])
+        assert explained.exit_code == 0, explained.output
+        assert "  blast radius: deploy/payment-api in shop: 6 upstream" in explained.stdout
+        assert (
+            "    depend on it: deploy/checkout, deploy/storefront, ingress/shop" in explained.stdout
+        )
+        assert "    path: ingress/shop → svc/storefront" in explained.stdout
 
         # A leaf nobody calls: within the limits, the low band's decision stands.
         leaf = assessed(
