@@ -170,7 +170,7 @@ def table_rows(table: dict[str, Any], *, namespace_column: bool = False) -> str:
 )
 @click.option(
     "--show",
-    default="restart-payment-api",
+    default="restart-shop-payment-api",
     show_default=True,
     help="Request whose full status is printed.",
 )
@@ -196,7 +196,7 @@ def demo_command(data_dir: Path, crds_dir: Path | None, show: str, timeout: floa
             click.echo(f"applied {len(history)} incidents and playbooks")
             if (data_dir / SHOP_DIR).is_dir():
                 shop = apply(client, [data_dir / SHOP_DIR])
-                click.echo(f"applied the demo shop: {len(shop)} workloads, Services and policies")
+                click.echo(f"applied the demo shop (data/shop): {len(shop)} objects")
             operator = _start_operator(kubeconfig, Path(tmp) / "operator.log")
             try:
                 requests = apply(client, [data_dir / "requests"])
@@ -212,6 +212,7 @@ def demo_command(data_dir: Path, crds_dir: Path | None, show: str, timeout: floa
                 ).json()
                 click.echo(f"$ kubectl get rr -A   # KUBECONFIG={kubeconfig}")
                 click.echo(table_rows(table, namespace_column=True))
+                _show_blast_radius(client, requests)
                 _show_status(client, requests, show)
                 _report_outcome(client, requests, timeout)
                 _approve_escalated(client, kubeconfig, requests, timeout)
@@ -355,6 +356,23 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def _show_blast_radius(client: httpx.Client, requests: list[tuple[str, str | None, str]]) -> None:
+    """Each answer's blast radius (the shop's requests have one in the graph) and, where the
+    blast radius changed the decision, the policy's reason."""
+    click.echo("\nblast radius of each target (status.blastRadius.summary):")
+    for kind, namespace, name in requests:
+        status = client.get(object_path(kind, namespace, name)).json().get("status") or {}
+        blast = status.get("blastRadius") or {}
+        if not blast.get("inGraph"):
+            continue
+        decision = (status.get("risk") or {}).get("decision", "?")
+        reason = (status.get("policy") or {}).get("reason") or ""
+        why = f" ({reason})" if reason.startswith("blast radius") else ""
+        click.echo(f"  {name}: {decision}{why}\n    {blast.get('summary')}")
+        for path in blast.get("topPaths") or []:
+            click.echo(f"    path: {path}")
 
 
 def _show_status(

@@ -158,3 +158,13 @@ def test_fleet_memory_hints_naming_the_target_are_listed() -> None:
     )
     status, _ = loaded().report(PAYMENT, hints)
     assert status.hints == ["checkout CALLS payment-api (confidence 0.80, fleet memory)"]
+
+
+def test_a_kind_outside_the_graph_is_not_matched_by_name() -> None:
+    service = loaded()
+    arm = Target(kind="managedClusters", name="payment-api")
+    assert service.report(arm)[0].in_graph is False
+    assert service.report(Target(kind="Pod", name="payment-api", namespace="shop"))[1] is None
+    for kind in ("deploy", "deployment", "Deployment", "deployments"):
+        assert service.report(Target(kind=kind, name="payment-api"))[0].in_graph, kind
+    assert service.report(Target(kind="svc", name="ledger", namespace="shop"))[0].in_graph

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from precedent.core.graph import (
+    KIND_ALIASES,
     KINDS,
     WORKLOAD_KINDS,
     BlastRadius,
@@ -169,7 +170,13 @@ class BlastRadiusService:
     # -- answering ---------------------------------------------------------------------------------
 
     def radius(self, target: Target) -> BlastRadius | None:
-        """The target's blast radius, or None when the graph does not hold it."""
+        """The target's blast radius, or None when the graph does not hold it.
+
+        Only a kind the graph has nodes of (or kubectl's name for one) is looked up: a Node, a
+        Pod or an ARM resource that happens to share a workload's name is not that workload.
+        """
+        if _node_kind(target.kind) is None:
+            return None
         with self._lock:
             key = resolve_target(
                 self.graph, target.kind, target.name, target.namespace, target.resource_id
@@ -219,6 +226,15 @@ class BlastRadiusService:
             critical_upstream=tuple(critical),
         )
         return status, impact
+
+
+_NODE_KINDS = {k.lower(): k for k in (*WORKLOAD_KINDS, "Service", "Ingress")}
+
+
+def _node_kind(kind: str) -> str | None:
+    """The graph's node kind a request's ``target.kind`` names, or None."""
+    lowered = kind.strip().lower()
+    return KIND_ALIASES.get(lowered) or _NODE_KINDS.get(lowered)
 
 
 def _hints_for(name: str, hints: TopologyHints | None) -> list[str]:
