@@ -36,20 +36,49 @@ PLURALS = {
     "RemediationRequest": "remediationrequests",
 }
 
+# The built-in kinds of the demo shop (data/shop): kind → (API prefix, plural, namespaced).
+BUILTIN_PATHS = {
+    "Namespace": ("/api/v1", "namespaces", False),
+    "ConfigMap": ("/api/v1", "configmaps", True),
+    "Service": ("/api/v1", "services", True),
+    "Deployment": ("/apis/apps/v1", "deployments", True),
+    "StatefulSet": ("/apis/apps/v1", "statefulsets", True),
+    "DaemonSet": ("/apis/apps/v1", "daemonsets", True),
+    "Ingress": ("/apis/networking.k8s.io/v1", "ingresses", True),
+    "NetworkPolicy": ("/apis/networking.k8s.io/v1", "networkpolicies", True),
+    "HorizontalPodAutoscaler": ("/apis/autoscaling/v2", "horizontalpodautoscalers", True),
+    "PodDisruptionBudget": ("/apis/policy/v1", "poddisruptionbudgets", True),
+}
+
+SHOP_DIR = "shop"
+"""The demo shop's manifests under the data directory (issue 15: blast radius in answers)."""
+
 
 def object_path(kind: str, namespace: str | None, name: str | None = None) -> str:
-    """The REST path of a Precedent object (collection when ``name`` is None)."""
-    base = "/apis/precedent.dev/v1alpha1"
+    """The REST path of a Precedent object or a demo-shop kind (collection when ``name`` is
+    None)."""
     ns = f"/namespaces/{namespace}" if namespace else ""
-    path = f"{base}{ns}/{PLURALS[kind]}"
+    if kind in BUILTIN_PATHS:
+        base, plural, _ = BUILTIN_PATHS[kind]
+    else:
+        base, plural = "/apis/precedent.dev/v1alpha1", PLURALS[kind]
+    path = f"{base}{ns}/{plural}"
     return f"{path}/{name}" if name else path
+
+
+def _namespaced(kind: str) -> bool:
+    if kind in BUILTIN_PATHS:
+        return BUILTIN_PATHS[kind][2]
+    return kind == "RemediationRequest"
 
 
 def apply(client: httpx.Client, paths: Sequence[Path]) -> list[tuple[str, str | None, str]]:
     """Create every document under ``paths``; returns (kind, namespace, name) of each."""
     created = []
     for doc in iter_documents(paths):
-        namespace = doc.namespace if doc.kind == "RemediationRequest" else None
+        namespace = (doc.namespace or "default") if _namespaced(doc.kind) else None
+        if doc.kind not in PLURALS and doc.kind not in BUILTIN_PATHS:
+            raise click.ClickException(f"{doc.where}: kind {doc.kind} is not one the demo applies")
         response = client.post(object_path(doc.kind, namespace), json=doc.body)
         if response.status_code == 409:  # already there from an earlier apply
             continue
@@ -141,7 +170,7 @@ def table_rows(table: dict[str, Any], *, namespace_column: bool = False) -> str:
 )
 @click.option(
     "--show",
-    default="restart-payment-api",
+    default="restart-shop-payment-api",
     show_default=True,
     help="Request whose full status is printed.",
 )
@@ -165,6 +194,9 @@ def demo_command(data_dir: Path, crds_dir: Path | None, show: str, timeout: floa
         with httpx.Client(base_url=sandbox.url, timeout=30) as client:
             history = apply(client, [data_dir / "incidents", data_dir / "playbooks"])
             click.echo(f"applied {len(history)} incidents and playbooks")
+            if (data_dir / SHOP_DIR).is_dir():
+                shop = apply(client, [data_dir / SHOP_DIR])
+                click.echo(f"applied the demo shop (data/shop): {len(shop)} objects")
             operator = _start_operator(kubeconfig, Path(tmp) / "operator.log")
             try:
                 requests = apply(client, [data_dir / "requests"])
@@ -180,6 +212,7 @@ def demo_command(data_dir: Path, crds_dir: Path | None, show: str, timeout: floa
                 ).json()
                 click.echo(f"$ kubectl get rr -A   # KUBECONFIG={kubeconfig}")
                 click.echo(table_rows(table, namespace_column=True))
+                _show_blast_radius(client, requests)
                 _show_status(client, requests, show)
                 _report_outcome(client, requests, timeout)
                 _approve_escalated(client, kubeconfig, requests, timeout)
@@ -323,6 +356,23 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def _show_blast_radius(client: httpx.Client, requests: list[tuple[str, str | None, str]]) -> None:
+    """Each answer's blast radius (the shop's requests have one in the graph) and, where the
+    blast radius changed the decision, the policy's reason."""
+    click.echo("\nblast radius of each target (status.blastRadius.summary):")
+    for kind, namespace, name in requests:
+        status = client.get(object_path(kind, namespace, name)).json().get("status") or {}
+        blast = status.get("blastRadius") or {}
+        if not blast.get("inGraph"):
+            continue
+        decision = (status.get("risk") or {}).get("decision", "?")
+        reason = (status.get("policy") or {}).get("reason") or ""
+        why = f" ({reason})" if reason.startswith("blast radius") else ""
+        click.echo(f"  {name}: {decision}{why}\n    {blast.get('summary')}")
+        for path in blast.get("topPaths") or []:
+            click.echo(f"    path: {path}")
 
 
 def _show_status(

@@ -29,6 +29,7 @@ from precedent.logging_json import configure_logging
 from precedent.models import API_GROUP, PlaybookHistory
 from precedent.services import AssessmentService, OutcomeService
 from precedent.services.approvals import ApprovalService
+from precedent.services.blast_radius import BlastRadiusService
 from precedent.services.events import EventPoster
 from precedent.services.mirror import ObjectMirror
 from precedent.services.observability import DecisionRecorder, RequestName
@@ -562,6 +563,108 @@ async def approval_expiry(
             kopf.event(reference, type=note.type, reason=note.reason, message=note.message)
         logger.info("%s: %s", handled.verdict.reason, handled.verdict.message)
         return
+
+
+# -- the dependency graph (issue 15) ------------------------------------------------------------
+# kopf's own watches, not a second client: the same login, relisting after 410 Gone, backoff,
+# peering pause and namespace flags as every other handler here. Objects come in through index
+# handlers, as Incidents do, because kopf runs them for the whole initial listing before any
+# other handler: after a restart no request is scored against a half-loaded graph. The index
+# stores nothing (None); the graph lives in the service. DELETED events remove objects.
+# Read-only: nothing here patches these objects (RBAC grants get/list/watch only).
+# PRECEDENT_BLAST_RADIUS=off registers none of them: no watch at all.
+
+GRAPH_RESOURCES = (
+    ("apps", "v1", "deployments", "Deployment"),
+    ("apps", "v1", "statefulsets", "StatefulSet"),
+    ("apps", "v1", "daemonsets", "DaemonSet"),
+    ("", "v1", "services", "Service"),
+    ("", "v1", "configmaps", "ConfigMap"),
+    ("networking.k8s.io", "v1", "ingresses", "Ingress"),
+    ("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy"),
+    ("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler"),
+    ("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget"),
+)
+
+
+def _follows_graph() -> bool:
+    try:
+        return load_settings().blast_radius_enabled
+    except PrecedentError:
+        return True  # configure() reports the bad setting and stops the operator
+
+
+def graph_object(body: kopf.Body, resource: kopf.Resource, memo: kopf.Memo, **_: Any) -> None:
+    """An object of a kind the graph reads was listed, added or changed: apply it."""
+    blast: BlastRadiusService | None = memo.service.blast
+    if blast is not None:
+        blast.observe(str(resource.kind), None, body)
+
+
+def graph_object_deleted(
+    body: kopf.Body, resource: kopf.Resource, memo: kopf.Memo, **_: Any
+) -> None:
+    """An object of a kind the graph reads was deleted: remove it."""
+    blast: BlastRadiusService | None = memo.service.blast
+    if blast is not None:
+        blast.observe(str(resource.kind), "DELETED", body)
+
+
+async def _resync_graph_forever(memo: kopf.Memo, logger: kopf.Logger) -> None:
+    """List the graph's kinds every ``blast_radius_resync_seconds`` and make the graph equal
+    the lists: kopf's re-list never drops what the new list lacks, and a watch resumed against
+    a restored API server never delivers those deletions (the history's rule, the same way)."""
+    blast: BlastRadiusService = memo.service.blast
+    while True:
+        await asyncio.sleep(memo.config.blast_radius_resync_seconds)
+        api: KubeApi = memo.kube_api
+        for group, version, plural, kind in GRAPH_RESOURCES:
+            prefix = f"/apis/{group}/{version}" if group else f"/api/{version}"
+            mark = blast.mark()
+            try:
+                items = await api.list_objects(prefix, plural)
+            except PrecedentError as exc:  # the API server is away: the next round tries again
+                logger.warning("graph resync of %s skipped: %s", plural, exc)
+                continue
+            result = blast.resync(kind, items, mark)
+            if result:
+                logger.info(
+                    "graph resync of %s: %d taken from the API, %d gone from it",
+                    plural,
+                    len(result.applied),
+                    len(result.removed),
+                )
+
+
+@kopf.on.startup(id="graph-resync")
+async def start_graph_resync(memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
+    """Start the periodic full list of the graph's kinds (when the graph and it are on)."""
+    if memo.service.blast is not None and memo.config.blast_radius_resync_seconds > 0:
+        memo.graph_resync = asyncio.create_task(
+            _resync_graph_forever(memo, logger), name="graph-resync"
+        )
+
+
+@kopf.on.cleanup(id="graph-resync")
+async def stop_graph_resync(memo: kopf.Memo, **_: Any) -> None:
+    """Stop the periodic full list."""
+    task: asyncio.Task[None] | None = getattr(memo, "graph_resync", None)
+    if task is not None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+
+if _follows_graph():
+    for _group, _version, _plural, _ in GRAPH_RESOURCES:
+        kopf.index(_group, _version, _plural, id=f"graph-{_plural}")(graph_object)
+        kopf.on.event(
+            _group,
+            _version,
+            _plural,
+            id=f"graph-{_plural}-deleted",
+            when=lambda type, **_: type == "DELETED",
+        )(graph_object_deleted)
 
 
 @kopf.on.probe(id="history")

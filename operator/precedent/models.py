@@ -24,6 +24,7 @@ __all__ = [
     "ApprovalTarget",
     "Assessment",
     "Band",
+    "BlastRadiusStatus",
     "Condition",
     "Decision",
     "EngineInfo",
@@ -543,6 +544,52 @@ class TopologyHints(WireModel):
     total_edges: int = Field(default=0, description="Relationships kept before the bound.")
 
 
+class BlastRadiusStatus(WireModel):
+    """Who depends on the request's target, and what it depends on (issue 15): the cluster's
+    dependency graph as the operator follows it, queried for this target."""
+
+    in_graph: bool = Field(
+        description="Whether the target is a workload, Service or Ingress the graph holds."
+    )
+    upstream_count: int = Field(
+        default=0, ge=0, description="Nodes (workloads, Services, Ingresses) depending on it."
+    )
+    downstream_count: int = Field(default=0, ge=0, description="Nodes it depends on.")
+    upstream_workloads: list[str] = Field(
+        default_factory=list,
+        max_length=20,
+        description="Workloads and Ingresses depending on it, nearest first (bounded).",
+    )
+    critical_services: list[str] = Field(
+        default_factory=list,
+        max_length=20,
+        description="Nodes marked precedent.dev/tier: critical that depend on it (bounded).",
+    )
+    namespaces: list[str] = Field(
+        default_factory=list, max_length=20, description="Namespaces touched (bounded)."
+    )
+    pdb_protected: bool = Field(default=False, description="A PodDisruptionBudget covers it.")
+    pdbs: list[str] = Field(
+        default_factory=list,
+        max_length=10,
+        description="Those budgets, e.g. ledger (minAvailable: 2).",
+    )
+    summary: str = Field(max_length=1024, description="One line for people.")
+    top_paths: list[str] = Field(
+        default_factory=list,
+        max_length=5,
+        description="Up to five upstream paths ending at the target (arrow strings).",
+    )
+    hints: list[str] = Field(
+        default_factory=list,
+        max_length=10,
+        description="Fleet-memory topology hints naming the target, with their confidence.",
+    )
+    truncated: bool = Field(
+        default=False, description="The walk stopped at its node limit; counts are lower bounds."
+    )
+
+
 class Assessment(WireModel):
     """Everything Precedent says about one request; written into its status."""
 
@@ -558,6 +605,9 @@ class Assessment(WireModel):
     engine: EngineInfo = Field(description="What produced this answer.")
     topology_hints: TopologyHints | None = Field(
         default=None, description="Topology hints from the fleet memory (seed 001), if any."
+    )
+    blast_radius: BlastRadiusStatus | None = Field(
+        default=None, description="The target's blast radius (None when the graph is off)."
     )
     input_hash: str = Field(description="sha256 of the canonical spec and history snapshot.")
 

@@ -182,6 +182,7 @@ def render(body: dict[str, Any], approvals: list[dict[str, Any]]) -> str:
         )
     elif status.get("recommendation"):
         lines.append(f"  playbook:   none - {status['recommendation'].get('reason')}")
+    lines.extend(_blast_lines(status.get("blastRadius")))
     policy = status.get("policy") or {}
     approval = policy.get("approval") or {}
     lines.append(
@@ -211,6 +212,22 @@ def render(body: dict[str, Any], approvals: list[dict[str, Any]]) -> str:
                 + (f" ({a_status.get('reason')}: {a_status.get('message')})" if a_status else "")
             )
     return "\n".join(lines)
+
+
+def _blast_lines(blast: dict[str, Any] | None) -> list[str]:
+    """The blast-radius part of the explain view (nothing when the graph is off)."""
+    if not blast:
+        return []
+    lines = [f"  blast radius: {blast.get('summary')}"]
+    if blast.get("upstreamWorkloads"):
+        lines.append(f"    depend on it: {', '.join(blast['upstreamWorkloads'])}")
+    if blast.get("criticalServices"):
+        lines.append(f"    critical upstream: {', '.join(blast['criticalServices'])}")
+    for path in blast.get("topPaths") or []:
+        lines.append(f"    path: {path}")
+    for hint in blast.get("hints") or []:
+        lines.append(f"    hint: {hint}")
+    return lines
 
 
 def _decide(

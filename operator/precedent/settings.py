@@ -388,6 +388,34 @@ class Settings(BaseSettings):
                 return timedelta(seconds=float(found.group(1)) * unit)
         return value
 
+    blast_radius: Literal["on", "off"] = Field(
+        default="on",
+        description="Follow the cluster's dependency graph (watches on workloads, Services, "
+        "Ingresses, NetworkPolicies, HPAs, PDBs, ConfigMaps) and put each target's blast radius "
+        "in its answer; off: no watches, no blastRadius.",
+    )
+    blast_radius_namespaces: str = Field(
+        default="",
+        description="Comma-separated namespaces the graph follows; empty: all.",
+    )
+    blast_radius_resync_seconds: float = Field(
+        default=300,
+        ge=0,
+        description="Seconds between full lists of the graph's kinds, which drop objects a "
+        "re-list or a resumed watch never reported deleted; 0: never.",
+    )
+    blast_radius_max_upstream: int = Field(
+        default=5,
+        ge=0,
+        description="A request that would be Approved is Escalated when more nodes than this "
+        "depend on its target.",
+    )
+    blast_radius_escalate_critical: bool = Field(
+        default=True,
+        description="A request that would be Approved is Escalated when a critical service "
+        "(precedent.dev/tier: critical) depends on its target.",
+    )
+
     @model_validator(mode="after")
     def _concerns_are_valid(self) -> Settings:
         # Each concern is validated by the core type it configures (one rule, one place).
@@ -395,6 +423,16 @@ class Settings(BaseSettings):
         return self
 
     # -- each concern as the validated core object it configures --------------------------------
+
+    @property
+    def blast_radius_enabled(self) -> bool:
+        """Whether the dependency graph is followed."""
+        return self.blast_radius == "on"
+
+    @property
+    def blast_namespaces(self) -> frozenset[str]:
+        """The namespaces the graph follows (empty: all)."""
+        return frozenset(n.strip() for n in self.blast_radius_namespaces.split(",") if n.strip())
 
     @property
     def confidence_weights(self) -> ConfidenceWeights:

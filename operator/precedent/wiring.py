@@ -23,7 +23,7 @@ from precedent.adapters.loader import load_incidents, load_playbooks
 from precedent.adapters.vector_neighbours import VectorNeighbours
 from precedent.core.embedding import LexicalEmbedder, TfidfEmbedder
 from precedent.core.historical import SimilarityMode
-from precedent.core.policy import PolicyEngine
+from precedent.core.policy import BlastLimits, PolicyEngine
 from precedent.core.ports import Embedder, IncidentMemory, MemoryFailure
 from precedent.core.resilience import RetryPolicy
 from precedent.core.semantic import calibration_for, incident_text
@@ -32,6 +32,7 @@ from precedent.metrics import METRICS, Metrics
 from precedent.models import Incident, Playbook
 from precedent.services.approvals import ApprovalPolicy, ApprovalService, RequestStore
 from precedent.services.assessment import AssessmentService, AssessmentSettings
+from precedent.services.blast_radius import BlastRadiusService
 from precedent.services.history import HistoryStore
 from precedent.services.integrity import StatusSigner
 from precedent.services.memory import FleetMemory
@@ -42,6 +43,7 @@ from precedent.settings import Settings
 __all__ = [
     "EMBEDDERS",
     "build_approvals",
+    "build_blast_radius",
     "build_embedder",
     "build_memory",
     "build_neighbours",
@@ -283,6 +285,10 @@ def build_service(
         policy=PolicyEngine(
             enforce=settings.policy_mode == "enforce",
             registry=load_action_registry(settings.action_registry),
+            blast=BlastLimits(
+                max_upstream=settings.blast_radius_max_upstream,
+                escalate_critical=settings.blast_radius_escalate_critical,
+            ),
         ),
         config=AssessmentSettings(
             mode=chosen,
@@ -298,7 +304,15 @@ def build_service(
             settings.status_key.get_secret_value().encode() if settings.status_key else None
         ),
         memory=build_memory(settings, shared),
+        blast=build_blast_radius(settings) if follows_cluster else None,
     )
+
+
+def build_blast_radius(settings: Settings) -> BlastRadiusService | None:
+    """The dependency graph the operator's watches keep current, or None when it is off."""
+    if not settings.blast_radius_enabled:
+        return None
+    return BlastRadiusService(namespaces=settings.blast_namespaces)
 
 
 def build_outcomes(

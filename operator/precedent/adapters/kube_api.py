@@ -85,6 +85,27 @@ class KubeApi:
             return response
         raise AssertionError("unreachable")  # pragma: no cover - the loop always returns
 
+    async def list_objects(
+        self, prefix: str, plural: str, *, page: int = 500
+    ) -> list[dict[str, Any]]:
+        """Every object of ``plural`` under ``prefix`` (``/apis/apps/v1``) in all namespaces,
+        read in pages of ``page``; each item gets no ``kind`` (lists leave it out)."""
+        path = f"{prefix}/{plural}"
+        items: list[dict[str, Any]] = []
+        token = ""
+        while True:
+            params = {"limit": str(page), **({"continue": token} if token else {})}
+            try:
+                response = await self._client.get(path, params=params)
+            except httpx.HTTPError as exc:
+                raise DependencyError(f"API server unreachable (GET {path}): {exc}") from exc
+            _raise_for(response, f"list {plural}")
+            body = response.json()
+            items.extend(dict(item) for item in body.get("items") or [])
+            token = str((body.get("metadata") or {}).get("continue") or "")
+            if not token:
+                return items
+
     async def create_incident(self, body: Mapping[str, Any]) -> Created:
         """POST an Incident; ``exists`` when an object of that name is already there (409)."""
         response = await self._send("POST", f"{API_PREFIX}/incidents", body, "application/json")

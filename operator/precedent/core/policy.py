@@ -10,6 +10,13 @@ Enforce and audit-only differ for real: in enforce mode an Escalated request wai
 (``approval.state`` Pending) and a Denied one stays denied; in audit-only mode nothing waits or
 is refused — the decision is Approved and the decision enforce mode would have made is recorded
 in ``policy.wouldBe`` (approval state AuditOnly), for the telemetry seed 003 asks for.
+
+Blast radius (issue 15): a request the table would approve is Escalated when its target has
+more dependents than :attr:`BlastLimits.max_upstream`, or (``escalate_critical``) when a
+critical service depends on it. The risk model does not weigh the blast radius: the risk score
+says how often such actions went wrong before; how much a failure would touch is a separate
+question with its own threshold, and mixing it into the score would hide which one decided.
+Read-only actions change nothing and are never escalated for it; Escalated and Denied stay.
 """
 
 from __future__ import annotations
@@ -25,6 +32,8 @@ __all__ = [
     "BAND_DECISIONS",
     "AccessLevel",
     "ActionRegistry",
+    "BlastImpact",
+    "BlastLimits",
     "PolicyEngine",
     "PolicyVerdict",
 ]
@@ -144,6 +153,42 @@ BAND_DECISIONS: dict[Band, Decision] = {
 
 
 @dataclass(frozen=True, slots=True)
+class BlastImpact:
+    """What the policy weighs of a target's blast radius (from the dependency graph)."""
+
+    target: str
+    """The node, e.g. ``deploy/payment-api``."""
+    upstream_count: int
+    """Nodes depending on it, transitively (workloads, Services, Ingresses)."""
+    critical_upstream: tuple[str, ...] = ()
+    """Critical nodes among them, nearest first."""
+
+
+@dataclass(frozen=True, slots=True)
+class BlastLimits:
+    """When a blast radius escalates a request that would be approved."""
+
+    max_upstream: int | None = 5
+    """More dependents than this escalates; None: no count limit."""
+    escalate_critical: bool = True
+    """Any critical service depending on the target escalates."""
+
+    def reason(self, impact: BlastImpact) -> str | None:
+        """Why ``impact`` needs a human, or None when it is within the limits."""
+        reasons = []
+        critical = impact.critical_upstream
+        if self.escalate_critical and critical:
+            noun = "critical service" if len(critical) == 1 else "critical services"
+            reasons.append(f"{len(critical)} {noun} upstream: {', '.join(critical)}")
+        if self.max_upstream is not None and impact.upstream_count > self.max_upstream:
+            reasons.append(
+                f"{impact.upstream_count} nodes depend on {impact.target} "
+                f"(limit {self.max_upstream})"
+            )
+        return "blast radius: " + "; ".join(reasons) if reasons else None
+
+
+@dataclass(frozen=True, slots=True)
 class PolicyEngine:
     """Classifies actions and applies the decision table: the only producer of a decision."""
 
@@ -151,19 +196,26 @@ class PolicyEngine:
     """Enforce mode: escalated requests wait for approval. Audit-only records the decision."""
     registry: ActionRegistry = field(default_factory=ActionRegistry)
     """Which access level each action has."""
+    blast: BlastLimits = field(default_factory=BlastLimits)
+    """When a target's blast radius escalates an approvable request."""
 
     def access_level(self, action: str) -> AccessLevel:
         """READ_ONLY, WRITE or ADMIN from the registry; unknown actions are ADMIN."""
         return self.registry.level(action)
 
-    def decide(self, action: str, band: Band) -> PolicyVerdict:
-        """The decision for an action whose risk fell in ``band``."""
+    def decide(self, action: str, band: Band, impact: BlastImpact | None = None) -> PolicyVerdict:
+        """The decision for an action whose risk fell in ``band`` and whose target has the
+        blast radius ``impact`` (None: unknown, not weighed)."""
         level = self.access_level(action)
         decision, reason = BAND_DECISIONS[band], None
         if level == "READ_ONLY" and decision is not Decision.APPROVED:
             decision, reason = Decision.APPROVED, "read-only action: runs without approval"
         elif level == "ADMIN" and band is Band.LOW:
             decision, reason = Decision.ESCALATED, "ADMIN action: always needs approval"
+        if decision is Decision.APPROVED and level != "READ_ONLY" and impact is not None:
+            wide = self.blast.reason(impact)
+            if wide is not None:
+                decision, reason = Decision.ESCALATED, wide
         if not self.enforce:
             if decision is Decision.APPROVED:
                 return PolicyVerdict(

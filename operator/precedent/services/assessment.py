@@ -54,6 +54,7 @@ from precedent.models import (
     RiskAssessment,
     SimilarIncident,
 )
+from precedent.services.blast_radius import BlastRadiusService, reasoning
 from precedent.services.history import HistoryStore
 from precedent.services.integrity import StatusSigner
 from precedent.services.memory import FleetMemory, MemoryRecall
@@ -151,6 +152,7 @@ class AssessmentService:
         config: AssessmentSettings,
         signer: StatusSigner | None = None,
         memory: FleetMemory | None = None,
+        blast: BlastRadiusService | None = None,
     ) -> None:
         if config.mode != "rules" and neighbours is None:
             raise ValueError(f"similarity mode {config.mode!r} needs a semantic neighbour source")
@@ -163,6 +165,8 @@ class AssessmentService:
         self.signer = signer or StatusSigner()
         # The fleet memory (seed 001), asked before scoring; None when disabled.
         self.memory = memory
+        # The cluster's dependency graph (issue 15), followed by the operator; None elsewhere.
+        self.blast = blast
         # Outcomes reported on past requests (base-rate evidence for the default risk model);
         # the operator connects its outcome ledger here, commands have none.
         self.evidence: Callable[[], OutcomeEvidence] | None = None
@@ -408,14 +412,21 @@ class AssessmentService:
         """History, risk and the policy's decision for a normalised request, on this thread,
         with the catalog's answer (``playbook``) and the fleet memory's (``recall``)."""
         history, result = self.score(request.action, now=now, recall=recall)
-        verdict = self.policy.decide(request.action.action, result.risk.band)
+        blast, impact, blast_text = None, None, ""
+        if self.blast is not None:
+            blast, impact = self.blast.report(
+                request.spec.target, recall.topology if recall is not None else None
+            )
+            blast_text = reasoning(blast)
+        verdict = self.policy.decide(request.action.action, result.risk.band, impact)
         # The risk part says how risky; the policy alone says what happens (and why, when the
-        # access level changed the band's decision).
+        # access level or the blast radius changed the band's decision).
         because = f" ({verdict.policy.reason})" if verdict.policy.reason else ""
         risk = result.risk.model_copy(
             update={
                 "decision": verdict.decision,
-                "reasoning": f"{result.risk.reasoning} Decision: {verdict.decision}{because}.",
+                "reasoning": f"{result.risk.reasoning}{blast_text} "
+                f"Decision: {verdict.decision}{because}.",
             }
         )
         playbook = playbook or PlaybookDecision()
@@ -436,6 +447,7 @@ class AssessmentService:
                 sources=self._sources(recall),
             ),
             topology_hints=recall.topology if recall is not None else None,
+            blast_radius=blast,
             input_hash=self._input_hash(request.spec, history),
         )
 
