@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 from kopf.testing import KopfRunner
 
 from precedent_sandbox import SandboxThread
@@ -59,7 +60,13 @@ def test_apply_data_wait_ready_and_read_the_columns(session: Kubectl) -> None:
         line.split()[0]: [line[a:b].strip() for a, b in zip(starts, ends, strict=True)]
         for line in out[1:]
     }
-    assert len(rows) == 15
+    applied = [
+        doc
+        for path in sorted((REPO / "data" / "requests").glob("*.yaml"))
+        for doc in yaml.safe_load_all(path.read_text())
+        if doc and doc.get("kind") == "RemediationRequest"
+    ]
+    assert len(rows) == len(applied) == 18  # the 15 examples and the 3 shop requests
 
     # The default risk model keeps each seed row's band and top incident (scores age with the
     # incidents: recency is measured from each request's creation time).

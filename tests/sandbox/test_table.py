@@ -26,16 +26,20 @@ async def test_list_as_table_has_the_printer_columns(api: httpx.AsyncClient) -> 
         "Incident",
         "Playbook",
         "Confidence",
+        "Upstream",
         "Ready",
         "Age",
     ]
+    priorities = {c["name"]: c.get("priority", 0) for c in table["columnDefinitions"]}
+    assert priorities["Upstream"] == 1  # kubectl shows it with -o wide only
     types = {c["name"]: c["type"] for c in table["columnDefinitions"]}
     assert types["Score"] == "number"
     assert types["Age"] == "date"
     row = table["rows"][0]
-    name, risk, score, decision, _approval, incident, playbook, confidence, ready, age = row[
-        "cells"
-    ]
+    cells = row["cells"]
+    name, risk, score, decision, _approval, incident, playbook, confidence = cells[:8]
+    upstream, ready, age = cells[8:]
+    assert upstream is None  # no blast radius in this status
     assert (name, risk, score, decision) == ("tbl", "medium", 45.0, "Escalated")
     assert (incident, playbook, confidence, ready) == (
         "INC-2025-0847",
