@@ -294,7 +294,8 @@ class Settings(BaseSettings):
         default="default",
         description="seed: seed 004's label match as written (the mean over the request's "
         "labels) and the playbook's description embedded; default: the request's action "
-        "counted as a label and each label weighted by how few playbooks accept it. The "
+        "counted as a label, each label weighted by how few playbooks accept it, and an unstated "
+        "incident type counted as unknown. The "
         "other values are the steps between them, for `precedent eval --selection`.",
     )
     confidence_weight_semantic: float = Field(

@@ -3,7 +3,8 @@
 Written from the README's "Playbook selection" section with plain arithmetic, independently of
 the product's vectorised code, which the tests check against it on random catalogs. Both label
 rules: ``seed`` (the mean over the request's labels) and ``default`` (plus the request's action
-as an ``action`` label, every label weighted by 1 − the share of playbooks accepting it).
+as an ``action`` label, every label weighted by 1 − the share of playbooks accepting it, and an
+unstated incident type counted as one unknown label for playbooks pinned to one).
 """
 
 from __future__ import annotations
@@ -105,7 +106,22 @@ def score(
     accepted = accepted_labels(playbook, rule)
     asked = request_labels(query, rule)
     label_weights = [selectivity(catalog, k, v, rule) for k, v in asked]
-    labels = label_match(accepted, asked, label_weights)
+    scores = [label_score(accepted, k, v) for k, v in asked]
+    # Default rule: a request that does not state its incident type leaves a playbook pinned
+    # to one unconfirmed — one more label, score ½, weight 1.
+    if (
+        rule == "default"
+        and "incident-type" in accepted
+        and all(k != "incident-type" for k, _ in asked)
+    ):
+        label_weights.append(1.0)
+        scores.append(0.5)
+    total_weight = sum(label_weights)
+    labels = (
+        sum(w * x for w, x in zip(label_weights, scores, strict=True)) / total_weight
+        if total_weight > 0
+        else 0.5
+    )
     runs, ok = playbook.history.executions, playbook.history.successes
     historical = (ok + prior[0]) / (runs + prior[0] + prior[1])
     w_sem, w_lab, w_hist = weights

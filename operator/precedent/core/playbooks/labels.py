@@ -6,8 +6,8 @@ it does not pin the key at all — a generic playbook is neither evidence for no
 request without labels scores ½ for every playbook. Keys compare without their DNS prefix
 (``kubernaut.ai/incident-type`` is ``incident-type``); keys and values are case-insensitive.
 
-Two refinements make the label part discriminate (:class:`LabelRule`; the ``seed`` rule has
-neither, the ``default`` rule both — see the README's selection figures):
+Three refinements make the label part discriminate (:class:`LabelRule`; the ``seed`` rule has
+none, the ``default`` rule all three — see the README's selection figures):
 
 * **The action is a label too.** A request always names its action, and a playbook lists the
   actions it runs. Without that, a request whose only label is one every playbook accepts
@@ -24,6 +24,11 @@ neither, the ``default`` rule both — see the README's selection figures):
   ``incident-type`` or an action few playbooks accept weighs nearly 1, and a value no playbook
   accepts weighs 1 (it pulls every playbook towards ½). Label match is the weighted mean; when
   every weight is 0 it is ½, as without labels.
+* **An unstated incident type is unknown, not a match.** A request that does not say what went
+  wrong (no ``incident-type``) cannot confirm a playbook written for one kind of incident: such
+  a playbook gets one more term, ½ with weight 1. Without it, "restart one pod stuck after a
+  config reload" labelled only ``environment: staging`` gave ``pod-oom-recovery`` label match
+  1.0 (its action and environment match) and a confident 0.78.
 
 :class:`LabelTable` is the one implementation: every playbook's labels as bit masks, so one
 query is scored against the whole catalog with a few numpy operations.
@@ -89,12 +94,15 @@ class LabelRule:
     """The request's action counts as an implicit ``action`` label."""
     selective: bool = True
     """Each request label is weighted by its selectivity across the catalog."""
+    unstated: bool = True
+    """A request that does not state its ``incident-type`` leaves that label of a playbook
+    pinned to one unknown: it adds a term ½ of weight 1 for such playbooks."""
 
 
-SEED_LABEL_RULE = LabelRule(action=False, selective=False)
+SEED_LABEL_RULE = LabelRule(action=False, selective=False, unstated=False)
 """Seed 004 as written: the plain mean over the request's own labels."""
 DEFAULT_LABEL_RULE = LabelRule()
-"""The action label and selectivity weights."""
+"""The action label, selectivity weights and the unstated incident type."""
 
 _LABEL_KEY = re.compile(
     r"^(?:[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?/)?"  # optional DNS prefix
@@ -264,6 +272,14 @@ class LabelTable:
                 if key == INCIDENT_TYPE:
                     targets |= pinned & accepts
             weights += weight
-        if weights <= 0:  # every label is accepted by every playbook: no evidence either way
-            return LabelScores(np.full(n, NO_LABELS), contradicts, targets)
-        return LabelScores(total / weights, contradicts, targets)
+        per_row = np.full(n, weights)
+        if rule.unstated and all(k != INCIDENT_TYPE for k, _ in items):
+            # What went wrong is not said: a playbook written for one kind of incident cannot
+            # be confirmed, so its label part is pulled towards ½ by one full label's weight.
+            written_for = self._pinned.get(INCIDENT_TYPE)
+            if written_for is not None:
+                unknown = written_for[:n].astype(float)
+                total += unknown * LABEL_UNPINNED
+                per_row += unknown
+        score = np.divide(total, per_row, out=np.full(n, NO_LABELS), where=per_row > 0)
+        return LabelScores(score, contradicts, targets)

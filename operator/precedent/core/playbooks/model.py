@@ -26,7 +26,9 @@ __all__ = [
     "playbook_text",
 ]
 
-SelectionModelName = Literal["seed", "action-label", "selective", "embedded-actions", "default"]
+SelectionModelName = Literal[
+    "seed", "action-label", "selective", "embedded-actions", "action-selective", "default"
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,19 +52,24 @@ def playbook_text(playbook: Playbook, model: SelectionModel) -> str:
     return f"{actions}. {playbook.description}"
 
 
-SEED_SELECTION_MODEL = SelectionModel("seed", LabelRule(action=False, selective=False))
+SEED_SELECTION_MODEL = SelectionModel(
+    "seed", LabelRule(action=False, selective=False, unstated=False)
+)
 """Seed 004 as written: the mean over the request's labels, the description embedded."""
 
 SELECTION_MODELS: Mapping[str, SelectionModel] = {
     m.name: m
     for m in (
         SEED_SELECTION_MODEL,
-        SelectionModel("action-label", LabelRule(action=True, selective=False)),
-        SelectionModel("selective", LabelRule(action=False, selective=True)),
+        SelectionModel("action-label", LabelRule(action=True, selective=False, unstated=False)),
+        SelectionModel("selective", LabelRule(action=False, selective=True, unstated=False)),
         SelectionModel(
-            "embedded-actions", LabelRule(action=True, selective=False), embed_actions=True
+            "embedded-actions",
+            LabelRule(action=True, selective=False, unstated=False),
+            embed_actions=True,
         ),
-        SelectionModel("default", LabelRule(action=True, selective=True)),
+        SelectionModel("action-selective", LabelRule(action=True, selective=True, unstated=False)),
+        SelectionModel("default", LabelRule(action=True, selective=True, unstated=True)),
     )
 }
 """Every model by name, seed first."""
