@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from precedent.core.ranking import RankingWeights, rank_score
+from precedent.core.ranking import RankingWeights, boost_parts, rank_score, same_action
 from precedent.models import Incident
 
 
@@ -89,3 +89,192 @@ def test_weights_are_configurable() -> None:
     assert score.hybrid == pytest.approx(0.9 + 0.1 * (0.6 * 1.0 + 0.4 * 0.5))
     with pytest.raises(ValueError, match="time_normalization_hours"):
         RankingWeights(time_normalization_hours=0)
+
+
+# -- the two orders ---------------------------------------------------------------------------
+
+SEED = RankingWeights(order="seed")
+BOUNDED = RankingWeights()
+
+
+def _order(
+    candidates: list[tuple[Incident, float]],
+    weights: RankingWeights,
+    *,
+    action: str | None = None,
+    resource_name: str | None = None,
+) -> list[str]:
+    """Ids best first, as the scorer sorts them (uncapped relevance, then position)."""
+    scored = [
+        (
+            -rank_score(
+                incident, sim, resource_name=resource_name, weights=weights, action=action
+            ).uncapped,
+            n,
+            incident.id,
+        )
+        for n, (incident, sim) in enumerate(candidates)
+    ]
+    return [i for _, _, i in sorted(scored)]
+
+
+def _cleanup_and_drain() -> list[tuple[Incident, float]]:
+    """"clean up Released persistent volumes": the cleanup incident is far more similar; the
+    drain is resolved, high priority and quickly resolved (the bundled history's numbers)."""
+    cleanup = _incident(
+        id="INC-2025-3289",
+        title="Cleanup of Released PersistentVolumes deleted a retained volume",
+        action="delete_resource",
+        severity="medium",
+        qualityScore=0.6,
+    )
+    drain = _incident(
+        id="INC-2026-0242",
+        title="Draining a node with local persistent volumes left Elasticsearch red",
+        action="drain_node",
+        severity="high",
+        outcome="resolved",
+        resolutionHours=3.0,
+        qualityScore=0.92,
+    )
+    return [(cleanup, 0.8335), (drain, 0.3831)]
+
+
+def test_seed_order_lifts_a_resolved_drain_above_a_far_more_similar_cleanup() -> None:
+    assert _order(_cleanup_and_drain(), SEED) == ["INC-2026-0242", "INC-2025-3289"]
+
+
+def test_bounded_order_keeps_the_far_more_similar_cleanup_first() -> None:
+    assert _order(_cleanup_and_drain(), BOUNDED) == ["INC-2025-3289", "INC-2026-0242"]
+
+
+def _order_processing() -> list[tuple[Incident, float]]:
+    """"scale down order-processing": a restart and a scale-down of the very Deployment."""
+    target = {"type": "Deployment", "name": "order-processing"}
+    restart = _incident(
+        id="INC-2024-1877",
+        title="Rolling restart of order-processing dropped in-flight orders",
+        action="restart_service",
+        resource=target,
+        severity="high",
+        outcome="resolved",
+        resolutionHours=2.0,
+    )
+    scale_down = _incident(
+        id="INC-2026-1322",
+        title="Scaling down order-processing caused a stop-the-world consumer rebalance",
+        action="scale_down",
+        resource=target,
+        severity="medium",
+        outcome="partial",
+        resolutionHours=20.0,
+    )
+    return [(restart, 0.62), (scale_down, 0.56)]
+
+
+def test_seed_order_lists_the_restart_of_the_same_name_first() -> None:
+    order = _order(
+        _order_processing(), SEED, action="reduce_replicas", resource_name="order-processing"
+    )
+    assert order == ["INC-2024-1877", "INC-2026-1322"]
+
+
+def test_bounded_order_gives_the_exact_name_boost_to_the_same_kind_of_change_only() -> None:
+    # reduce_replicas is a scale-down (core/vocabulary.py), so only the scale-down incident
+    # is "the same change to the same resource".
+    order = _order(
+        _order_processing(), BOUNDED, action="reduce_replicas", resource_name="order-processing"
+    )
+    assert order == ["INC-2026-1322", "INC-2024-1877"]
+    [restart, scale_down] = [i for i, _ in _order_processing()]
+    gated = {"resource_name": "order-processing", "now": None, "action": "reduce_replicas"}
+    assert "exactName" not in boost_parts(restart, **gated)  # type: ignore[arg-type]
+    assert boost_parts(scale_down, **gated)["exactName"] == 1.5  # type: ignore[arg-type]
+    # Without the request's action (seed 001's fleet-memory re-rank) the name alone decides.
+    assert boost_parts(restart, resource_name="order-processing", now=None)["exactName"] == 1.5
+
+
+@pytest.mark.parametrize(
+    ("requested", "done", "same"),
+    [
+        ("reduce_replicas", "scale_down", True),
+        ("bounce", "restart_service", True),
+        ("rolling_restart", "restart_service", True),
+        ("reduce_replicas", "restart_service", False),
+        ("update_hpa", "update_hpa", True),
+        ("update_hpa", "update_configmap", False),
+        ("", "scale_down", False),
+    ],
+)
+def test_same_action_compares_action_concepts(requested: str, done: str, same: bool) -> None:
+    assert same_action(requested, done) is same
+
+
+def test_bounded_usefulness_reorders_only_within_the_margin() -> None:
+    # The most useful record possible (critical, resolved at once, perfect quality, this
+    # week) against the least useful (low priority, never resolved, quality 0, old).
+    now = datetime(2026, 3, 1, tzinfo=UTC)
+    best = _incident(
+        id="A",
+        priority="critical",
+        resolutionHours=0.0,
+        outcome="resolved",
+        qualityScore=1.0,
+        occurredAt=now - timedelta(days=1),
+    )
+    worst = _incident(id="B", priority="low", qualityScore=0.0)
+    for similarity in (0.2, 0.5, 0.9):
+        low = rank_score(best, similarity, now=now).uncapped
+        # Within the margin: the more useful, slightly less similar record goes first ...
+        assert low > rank_score(worst, similarity * 1.03, now=now).uncapped
+        # ... but never above a record more than 10 % more similar.
+        assert low < rank_score(worst, similarity * 1.11, now=now).uncapped
+    # The seed order lifts it far further.
+    assert rank_score(best, 0.2, now=now, weights=SEED).uncapped > (
+        rank_score(worst, 0.4, now=now, weights=SEED).uncapped
+    )
+
+
+def test_bounded_order_at_equal_similarity_is_the_seed_order() -> None:
+    now = datetime(2026, 3, 1, tzinfo=UTC)
+    records = [
+        _incident(
+            id=f"INC-{n}",
+            severity=severity,
+            outcome=outcome,
+            qualityScore=quality,
+            resolutionHours=hours,
+            occurredAt=now - timedelta(days=days),
+        )
+        for n, (severity, outcome, quality, hours, days) in enumerate(
+            [
+                ("high", "resolved", 0.9, 30.0, 90),
+                ("critical", "partial", 0.9, None, 90),
+                ("medium", "unknown", 1.0, 5.0, 3),
+                ("low", "resolved", 0.6, 1.0, 20),
+                ("critical", "unresolved", 0.95, 80.0, 1),
+                ("medium", "resolved", 0.8, 200.0, 10),
+            ]
+        )
+    ]
+    for similarity in (0.2, 0.5, 0.8):
+        candidates = [(incident, similarity) for incident in records]
+        seed = [
+            i.id
+            for i in sorted(
+                records, key=lambda i: -rank_score(i, similarity, now=now, weights=SEED).uncapped
+            )
+        ]
+        bounded = [
+            i.id
+            for i in sorted(records, key=lambda i: -rank_score(i, similarity, now=now).uncapped)
+        ]
+        assert bounded == seed, similarity
+        assert len(set(seed)) == len(candidates)
+
+
+def test_order_and_margin_are_checked() -> None:
+    with pytest.raises(ValueError, match="order"):
+        RankingWeights(order="other")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="margin"):
+        RankingWeights(margin=-0.1)

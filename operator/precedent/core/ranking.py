@@ -27,7 +27,7 @@ Two orders (:attr:`RankingWeights.order`, ``PRECEDENT_RANKING_ORDER``):
   reduce_replicas = lower the replica count); it then multiplies the similarity::
 
       relevant   = similarity × exact_name_boost (same resource name and same action) or × 1
-      usefulness = (vector_weight + metadata_weight × metadata) / (vector_weight + metadata_weight)
+      usefulness = hybrid / (vector_weight + metadata_weight)
                    × outcome × quality × recency / (largest outcome × largest recency)   (0–1)
       relevance  = relevant × (1 + margin × usefulness)                         (margin 0.1)
 
@@ -115,11 +115,12 @@ class RankedScore:
     boost: float
 
 
-def _usefulness(metadata: float, parts: dict[str, float], w: RankingWeights) -> float:
-    """Seed 002's hybrid score at full similarity times seed 001's boosts other than the exact
-    name, each scaled by its largest value: 0–1, 1 for the most useful record possible."""
+def _usefulness(hybrid: float, parts: dict[str, float], w: RankingWeights) -> float:
+    """Seed 002's hybrid score times seed 001's boosts other than the exact name, each scaled
+    by its largest value: 0–1, 1 for a perfectly similar and most useful record. At equal
+    similarity it orders incidents as the seeds do."""
     total = w.vector_weight + w.metadata_weight
-    hybrid = (w.vector_weight + w.metadata_weight * metadata) / total if total > 0 else 1.0
+    hybrid = hybrid / total if total > 0 else 1.0
     largest = max(1.0, w.resolved_boost, w.partial_boost) * max(
         1.0, w.recent_boost, w.fresh_boost
     )
@@ -218,7 +219,7 @@ def rank_score(
         uncapped = hybrid * boost
     else:
         relevant = similarity * parts.get("exactName", 1.0)
-        uncapped = relevant * (1.0 + w.margin * _usefulness(metadata, parts, w))
+        uncapped = relevant * (1.0 + w.margin * _usefulness(hybrid, parts, w))
     return RankedScore(
         relevance=round(min(1.0, max(0.0, uncapped)), 4),
         uncapped=uncapped,
