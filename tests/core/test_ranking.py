@@ -278,3 +278,38 @@ def test_order_and_margin_are_checked() -> None:
         RankingWeights(order="other")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="margin"):
         RankingWeights(margin=-0.1)
+
+
+# -- the setting, end to end over the bundled history ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("order", "first"), [("bounded", "INC-2025-3289"), ("seed", "INC-2026-0242")]
+)
+def test_ranking_order_setting_reaches_the_operator_ranking(
+    monkeypatch: pytest.MonkeyPatch, order: str, first: str
+) -> None:
+    # The seeds' example, with the operator's own service: "clean up Released persistent
+    # volumes" lists the cleanup incident first by default and the resolved drain first in the
+    # seed order.
+    from precedent.adapters.evaluation import text_query
+    from precedent.settings import Settings
+    from precedent.wiring import build_service
+    from tests.eval.__main__ import EVAL_DIR
+
+    monkeypatch.setenv("PRECEDENT_RANKING_ORDER", order)
+    settings = Settings(history_path=EVAL_DIR / "history.jsonl", catalog="")
+    assert settings.ranking_weights.order == order
+    service = build_service(settings, history=[EVAL_DIR / "history.jsonl"], require_history=True)
+    ranked = service.rank(text_query("clean up Released persistent volumes"), 5)
+    assert ranked[0].id == first
+
+
+def test_ranking_order_setting_rejects_other_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pydantic import ValidationError
+
+    from precedent.settings import Settings
+
+    monkeypatch.setenv("PRECEDENT_RANKING_ORDER", "literal")
+    with pytest.raises(ValidationError, match="ranking_order"):
+        Settings()
