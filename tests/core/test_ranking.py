@@ -119,7 +119,7 @@ def _order(
 
 
 def _cleanup_and_drain() -> list[tuple[Incident, float]]:
-    """"clean up Released persistent volumes": the cleanup incident is far more similar; the
+    """For "clean up Released persistent volumes": the cleanup incident is far more similar; the
     drain is resolved, high priority and quickly resolved (the bundled history's numbers)."""
     cleanup = _incident(
         id="INC-2025-3289",
@@ -149,7 +149,7 @@ def test_bounded_order_keeps_the_far_more_similar_cleanup_first() -> None:
 
 
 def _order_processing() -> list[tuple[Incident, float]]:
-    """"scale down order-processing": a restart and a scale-down of the very Deployment."""
+    """For "scale down order-processing": a restart and a scale-down of the very Deployment."""
     target = {"type": "Deployment", "name": "order-processing"}
     restart = _incident(
         id="INC-2024-1877",

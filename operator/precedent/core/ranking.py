@@ -121,9 +121,7 @@ def _usefulness(hybrid: float, parts: dict[str, float], w: RankingWeights) -> fl
     similarity it orders incidents as the seeds do."""
     total = w.vector_weight + w.metadata_weight
     hybrid = hybrid / total if total > 0 else 1.0
-    largest = max(1.0, w.resolved_boost, w.partial_boost) * max(
-        1.0, w.recent_boost, w.fresh_boost
-    )
+    largest = max(1.0, w.resolved_boost, w.partial_boost) * max(1.0, w.recent_boost, w.fresh_boost)
     return min(1.0, max(0.0, hybrid * _product(parts, leave_out="exactName") / largest))
 
 
