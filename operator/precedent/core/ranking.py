@@ -21,21 +21,20 @@ Two orders (:attr:`RankingWeights.order`, ``PRECEDENT_RANKING_ORDER``):
   more similar ones: ×1.3 resolved × quality lifts a node drain (similarity 0.38) above the
   Released-PV cleanup (0.83) for "clean up Released persistent volumes", and ×1.5 exact name
   lifts a *restart* of order-processing above its scale-down for "scale down order-processing".
-- ``bounded`` (the default): the same terms, each where it belongs. The exact-name boost says
-  "this happened to the very resource" and is evidence of relevance only when the incident
-  also did the same kind of change (the same action concept, core/vocabulary.py: scale down =
-  reduce_replicas = lower the replica count); it then multiplies the similarity::
+- ``bounded`` (the default): seed 002's formula is the ranking, as that seed says; seed 001's
+  boosts are bounded to what they were written for. The exact-name boost says "this happened
+  to the very resource" and is evidence of relevance only when the incident also did the same
+  kind of change (the same action concept, core/vocabulary.py: scale down = reduce_replicas =
+  lower the replica count); the outcome, quality and recency boosts say which of comparably
+  relevant records is the more useful to read, so together they may raise a score by at most
+  ``margin`` (10 %)::
 
-      relevant   = similarity × exact_name_boost (same resource name and same action) or × 1
-      usefulness = hybrid / (vector_weight + metadata_weight)
-                   × outcome × quality × recency / (largest outcome × largest recency)   (0–1)
-      relevance  = relevant × (1 + margin × usefulness)                         (margin 0.1)
+      usefulness = outcome × quality × recency / (largest outcome × largest recency)   (0–1)
+      relevance  = hybrid × exact-name boost (same name and same action, else 1)
+                          × (1 + margin × usefulness)
 
-  Seed 002's metadata (priority, resolution time) and seed 001's outcome, quality and recency
-  boosts say which of several relevant incidents is the more useful to read, not which is
-  relevant; they reorder comparably relevant incidents — within ``margin`` (10 %) of each
-  other — and never lift one above an incident more than 10 % more relevant. At equal
-  similarity the order is the seeds' order.
+  Those boosts never lift an incident above one whose hybrid score is more than 10 % higher;
+  seed 002's weights (also per request in the search API) keep their full effect.
 """
 
 from __future__ import annotations
@@ -91,7 +90,7 @@ class RankingWeights:
     order: RankingOrder = "bounded"
     """How the terms combine: ``bounded`` (the default) or ``seed`` (the seeds literally)."""
     margin: float = 0.1
-    """``bounded``: the most the usefulness terms raise an incident's relevance (×1.1)."""
+    """``bounded``: the most seed 001's outcome, quality and recency boosts raise a score."""
 
     def __post_init__(self) -> None:
         if self.time_normalization_hours <= 0:
@@ -115,14 +114,10 @@ class RankedScore:
     boost: float
 
 
-def _usefulness(hybrid: float, parts: dict[str, float], w: RankingWeights) -> float:
-    """Seed 002's hybrid score times seed 001's boosts other than the exact name, each scaled
-    by its largest value: 0–1, 1 for a perfectly similar and most useful record. At equal
-    similarity it orders incidents as the seeds do."""
-    total = w.vector_weight + w.metadata_weight
-    hybrid = hybrid / total if total > 0 else 1.0
+def _usefulness(parts: dict[str, float], w: RankingWeights) -> float:
+    """Seed 001's outcome, quality and recency boosts, scaled by their largest product: 0–1."""
     largest = max(1.0, w.resolved_boost, w.partial_boost) * max(1.0, w.recent_boost, w.fresh_boost)
-    return min(1.0, max(0.0, hybrid * _product(parts, leave_out="exactName") / largest))
+    return min(1.0, max(0.0, _product(parts, leave_out="exactName") / largest))
 
 
 def _metadata(incident: Incident, w: RankingWeights) -> float:
@@ -216,8 +211,8 @@ def rank_score(
     if w.order == "seed":
         uncapped = hybrid * boost
     else:
-        relevant = similarity * parts.get("exactName", 1.0)
-        uncapped = relevant * (1.0 + w.margin * _usefulness(hybrid, parts, w))
+        name = parts.get("exactName", 1.0)
+        uncapped = hybrid * name * (1.0 + w.margin * _usefulness(parts, w))
     return RankedScore(
         relevance=round(min(1.0, max(0.0, uncapped)), 4),
         uncapped=uncapped,
