@@ -227,9 +227,9 @@ class Settings(BaseSettings):
     ranking_order: RankingOrder = Field(
         default="bounded",
         description="How seed 002's hybrid score and seed 001's boosts combine: bounded (the "
-        "exact-name boost only for the same action; priority, resolution time, outcome, "
-        "quality and recency reorder incidents within 10 % of each other's relevance) or seed "
-        "(hybrid × boosts, literally). See docs/retrieval.md.",
+        "hybrid score in full; the exact-name boost only for the same action; outcome, quality "
+        "and recency raise a score by at most 10 %) or seed (hybrid × boosts, literally). "
+        "See docs/retrieval.md.",
     )
     ranking_vector_weight: float = Field(
         default=0.7, ge=0, le=1, description="Weight of similarity in the hybrid ranking score."
