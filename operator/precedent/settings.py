@@ -30,7 +30,7 @@ from precedent.core.playbooks import (
     SelectionModelName,
     SuccessPrior,
 )
-from precedent.core.ranking import RankingWeights
+from precedent.core.ranking import RankingOrder, RankingWeights
 from precedent.core.resilience import RetryPolicy
 from precedent.errors import InputError
 from precedent.models import Severity
@@ -224,6 +224,13 @@ class Settings(BaseSettings):
     )
 
     # -- ranking of similar incidents for people (seeds 002 and 001) ---------------------------
+    ranking_order: RankingOrder = Field(
+        default="bounded",
+        description="How seed 002's hybrid score and seed 001's boosts combine: bounded (the "
+        "hybrid score in full; the exact-name boost only for the same action; outcome, quality "
+        "and recency raise a score by at most 10 %) or seed (hybrid × boosts, literally). "
+        "See docs/retrieval.md.",
+    )
     ranking_vector_weight: float = Field(
         default=0.7, ge=0, le=1, description="Weight of similarity in the hybrid ranking score."
     )
@@ -456,7 +463,8 @@ class Settings(BaseSettings):
 
     @property
     def ranking_weights(self) -> RankingWeights:
-        """Seed 002's ranking weights (and seed 001's boosts at their defaults)."""
+        """Seed 002's ranking weights (and seed 001's boosts at their defaults), in the
+        configured order."""
         weights = {}
         for key, value in self.ranking_priority_weights.items():
             try:
@@ -473,6 +481,7 @@ class Settings(BaseSettings):
             time_share=self.ranking_time_share,
             time_normalization_hours=self.ranking_time_normalization_hours,
             priority_weights=weights,
+            order=self.ranking_order,
         )
 
     @property

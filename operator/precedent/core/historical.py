@@ -68,8 +68,8 @@ def evaluate_history(
     ``semantic`` maps incident positions to embedding similarity (0–1) for the neighbours the
     vector index returned; incidents it omits have semantic similarity 0. The risk score and
     the most relevant incident follow the similarity; the listed similar incidents are ordered
-    for people by ``rank_score`` (seed 002's hybrid score × seed 001's boosts, measured from
-    ``now``).
+    for people by ``rank_score`` (seed 002's hybrid score and seed 001's boosts in the
+    ranking weights' order, measured from ``now``).
 
     ``risk_model`` picks the score: ``seed`` (seed 000 exactly, the default here so existing
     callers keep their answers) or ``default`` (core/risk_model.py, which also reads
@@ -114,8 +114,9 @@ def evaluate_history(
     band = band_for(score)
     decision = decision_for(band)
 
-    # People's ranking reorders the most similar candidates; boosts are at most ×2.34, so an
-    # incident far down the similarity order cannot reach the top few.
+    # People's ranking reorders the most similar candidates; its factors are bounded (at most
+    # ×2.34 in the seed order, ×1.65 bounded), so an incident far down the similarity order
+    # cannot reach the top few.
     ranked = []
     vector = _vector_term(mode, combined, sem)
     for p in ordered[: max(10 * top_k, 50)]:
@@ -126,6 +127,7 @@ def evaluate_history(
             resource_name=action.resource_name,
             now=now,
             weights=ranking,
+            action=action.action,
         )
         ranked.append((-rank.uncapped, p, rank.relevance))
     ranked.sort(key=lambda r: r[0])
@@ -232,6 +234,7 @@ def _evaluate_default(
             resource_name=action.resource_name,
             now=now,
             weights=ranking,
+            action=action.action,
         )
         ranked.append((not bool(model.scored[p]), -rank.uncapped, p, rank.relevance))
     ranked.sort(key=lambda r: (r[0], r[1], r[2]))
@@ -247,6 +250,7 @@ def _evaluate_default(
             resource_name=action.resource_name,
             now=now,
             weights=ranking,
+            action=action.action,
         ).relevance
         order = [*order[: top_k - 1], (strongest, relevance)]
     similar = [

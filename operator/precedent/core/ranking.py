@@ -1,4 +1,4 @@
-"""Ranking similar incidents for people: seed 002's hybrid score times seed 001's rerank boosts.
+"""Ranking similar incidents for people: seed 002's hybrid score and seed 001's rerank boosts.
 
 Seed 002 (retrieval)::
 
@@ -12,22 +12,52 @@ Seed 001 (memory system) multiplies the hybrid score by rerank boosts: exact res
 0.5–1.0; occurred less than 7 days ago ×1.2, less than 30 days ago ×1.1. The product is capped
 at 1.0 so relevance stays in [0, 1]; ties at the cap are broken by the uncapped value, so the
 order is the one the boosts give. An incident with no recorded resolution time has time 0.
+
+Two orders (:attr:`RankingWeights.order`, ``PRECEDENT_RANKING_ORDER``):
+
+- ``seed``: the two seeds literally, ``relevance = hybrid × boosts``. Seed 001's boosts were
+  written to re-rank fleet-memory hits that a search had already found relevant; applied to
+  every incident the retriever returns they lift clearly less similar incidents above clearly
+  more similar ones: ×1.3 resolved × quality lifts a node drain (similarity 0.38) above the
+  Released-PV cleanup (0.83) for "clean up Released persistent volumes", and ×1.5 exact name
+  lifts a *restart* of order-processing above its scale-down for "scale down order-processing".
+- ``bounded`` (the default): seed 002's formula is the ranking, as that seed says; seed 001's
+  boosts are bounded to what they were written for. The exact-name boost says "this happened
+  to the very resource" and is evidence of relevance only when the incident also did the same
+  kind of change (the same action concept, core/vocabulary.py: scale down = reduce_replicas =
+  lower the replica count); the outcome, quality and recency boosts say which of comparably
+  relevant records is the more useful to read, so together they may raise a score by at most
+  ``margin`` (10 %)::
+
+      usefulness = outcome × quality × recency / (largest outcome × largest recency)   (0–1)
+      relevance  = hybrid × exact-name boost (same name and same action, else 1)
+                          × (1 + margin × usefulness)
+
+  Those boosts never lift an incident above one whose hybrid score is more than 10 % higher;
+  seed 002's weights (also per request in the search API) keep their full effect.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Literal
 
+from precedent.core.vocabulary import ACTION_CONCEPTS, concepts
 from precedent.models import Incident, IncidentOutcome, Severity
 
 __all__ = [
     "DEFAULT_PRIORITY_WEIGHTS",
     "RankedScore",
+    "RankingOrder",
     "RankingWeights",
     "boost_parts",
     "rank_score",
+    "same_action",
 ]
+
+RankingOrder = Literal["bounded", "seed"]
+"""``bounded``: the seeds' terms, each where it belongs (the default); ``seed``: literally."""
 
 DEFAULT_PRIORITY_WEIGHTS: dict[Severity, float] = {
     Severity.CRITICAL: 1.0,
@@ -57,12 +87,20 @@ class RankingWeights:
     recent_boost: float = 1.2
     fresh_days: float = 30.0
     fresh_boost: float = 1.1
+    order: RankingOrder = "bounded"
+    """How the terms combine: ``bounded`` (the default) or ``seed`` (the seeds literally)."""
+    margin: float = 0.1
+    """``bounded``: the most seed 001's outcome, quality and recency boosts raise a score."""
 
     def __post_init__(self) -> None:
         if self.time_normalization_hours <= 0:
             raise ValueError("time_normalization_hours must be positive")
         if min(self.vector_weight, self.metadata_weight) < 0:
             raise ValueError("ranking weights must not be negative")
+        if self.order not in ("bounded", "seed"):
+            raise ValueError(f"order must be bounded or seed, not {self.order!r}")
+        if self.margin < 0:
+            raise ValueError("margin must not be negative")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +114,12 @@ class RankedScore:
     boost: float
 
 
+def _usefulness(parts: dict[str, float], w: RankingWeights) -> float:
+    """Seed 001's outcome, quality and recency boosts, scaled by their largest product: 0–1."""
+    largest = max(1.0, w.resolved_boost, w.partial_boost) * max(1.0, w.recent_boost, w.fresh_boost)
+    return min(1.0, max(0.0, _product(parts, leave_out="exactName") / largest))
+
+
 def _metadata(incident: Incident, w: RankingWeights) -> float:
     priority = w.priority_weights.get(incident.effective_priority, 0.0)
     hours = incident.resolution_hours
@@ -83,13 +127,24 @@ def _metadata(incident: Incident, w: RankingWeights) -> float:
     return w.priority_share * priority + w.time_share * time
 
 
-def _boost(
-    incident: Incident, resource_name: str | None, now: datetime | None, w: RankingWeights
-) -> float:
-    boost = 1.0
-    for factor in boost_parts(incident, resource_name=resource_name, now=now, weights=w).values():
-        boost *= factor
-    return boost
+def _product(parts: dict[str, float], *, leave_out: str | None = None) -> float:
+    product = 1.0
+    for name, factor in parts.items():
+        if name != leave_out:
+            product *= factor
+    return product
+
+
+def _action_key(action: str) -> str:
+    """The action's first action concept (``reduce_replicas`` → ``~scale-down``), else its
+    name: two actions are the same kind of change when their keys are equal."""
+    found = concepts(action.replace("_", " ").replace("-", " "), only=ACTION_CONCEPTS)
+    return found[0] if found else action.strip().lower()
+
+
+def same_action(requested: str, done: str) -> bool:
+    """Whether ``done`` (an incident's action) is the kind of change ``requested`` names."""
+    return bool(requested.strip()) and _action_key(requested) == _action_key(done)
 
 
 def boost_parts(
@@ -98,15 +153,22 @@ def boost_parts(
     resource_name: str | None,
     now: datetime | None,
     weights: RankingWeights | None = None,
+    action: str | None = None,
 ) -> dict[str, float]:
     """Seed 001's rerank boosts that apply to ``incident``, by name (their product is the
-    boost): ``exactName``, ``outcome``, ``quality`` (always), ``recency``."""
+    boost): ``exactName``, ``outcome``, ``quality`` (always), ``recency``.
+
+    With the ``bounded`` order and the request's ``action`` given, ``exactName`` applies only
+    when the incident's action is the same kind of change (:func:`same_action`); without
+    ``action`` (seed 001's fleet-memory re-rank) the name alone decides, as in the seed.
+    """
     w = weights or RankingWeights()
     parts: dict[str, float] = {}
     if (
         resource_name
         and incident.resource is not None
         and incident.resource.name.strip().lower() == resource_name.strip().lower()
+        and (w.order == "seed" or action is None or same_action(action, incident.action))
     ):
         parts["exactName"] = w.exact_name_boost
     if incident.outcome is IncidentOutcome.RESOLVED:
@@ -130,19 +192,27 @@ def rank_score(
     resource_name: str | None = None,
     now: datetime | None = None,
     weights: RankingWeights | None = None,
+    action: str | None = None,
 ) -> RankedScore:
-    """Relevance of ``incident`` for a person reading the list (0–1).
+    """Relevance of ``incident`` for a person reading the list (0–1), in the weights' order.
 
     ``similarity`` is the incident's similarity to the request (the vector term);
-    ``resource_name`` the request's target, for the exact-name boost; ``now`` the time the
-    recency boost is measured from (no recency boost without it, so scoring stays
-    deterministic for callers that do not pass one).
+    ``resource_name`` the request's target, for the exact-name boost; ``action`` the
+    request's action, which the ``bounded`` order requires the incident to share for that
+    boost (None: the name alone, as in seed 001); ``now`` the time the recency boost is
+    measured from (no recency boost without it, so scoring stays deterministic for callers
+    that do not pass one).
     """
     w = weights or RankingWeights()
     metadata = _metadata(incident, w)
     hybrid = w.vector_weight * similarity + w.metadata_weight * metadata
-    boost = _boost(incident, resource_name, now, w)
-    uncapped = hybrid * boost
+    parts = boost_parts(incident, resource_name=resource_name, now=now, weights=w, action=action)
+    boost = _product(parts)
+    if w.order == "seed":
+        uncapped = hybrid * boost
+    else:
+        name = parts.get("exactName", 1.0)
+        uncapped = hybrid * name * (1.0 + w.margin * _usefulness(parts, w))
     return RankedScore(
         relevance=round(min(1.0, max(0.0, uncapped)), 4),
         uncapped=uncapped,

@@ -369,7 +369,11 @@ class AssessmentService:
                 {
                     name: round(value, 4)
                     for name, value in boost_parts(
-                        incident, resource_name=action.resource_name, now=now, weights=ranking
+                        incident,
+                        resource_name=action.resource_name,
+                        now=now,
+                        weights=ranking,
+                        action=action.action,
                     ).items()
                 }
                 if incident is not None
