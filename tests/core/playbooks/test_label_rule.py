@@ -13,6 +13,7 @@ from precedent.core.playbooks import (
     DEFAULT_SELECTION_MODEL,
     SEED_LABEL_RULE,
     SEED_SELECTION_MODEL,
+    SELECTION_MODELS,
     CatalogIndex,
     LabelTable,
     PlaybookQuery,
@@ -145,3 +146,41 @@ def test_a_matching_action_and_incident_type_still_select_the_seeds_playbook(
         labels={"incident-type": "bad-rollout", "environment": "production", "priority": "P1"},
     )
     assert select(catalog, spec, DEFAULT_SELECTION_MODEL) == "deployment-rollback"
+
+
+def test_an_unstated_incident_type_does_not_confirm_a_playbook_written_for_one(
+    catalog: list[Playbook],
+) -> None:
+    # "Restart one pod stuck after a config reload", labelled environment only: its action and
+    # environment match pod-oom-recovery, which the previous default picked at 0.78 although
+    # nothing says the pod ran out of memory.
+    spec = RemediationRequestSpec(
+        action="restart_pod",
+        target=Target(kind="Deployment", name="email-worker", namespace="shop"),
+        description="Restart one email-worker pod stuck after a config reload",
+        labels={"environment": "staging"},
+    )
+    previous = SELECTION_MODELS["action-selective"]
+    assert select(catalog, spec, previous) == "pod-oom-recovery"
+    assert select(catalog, spec, DEFAULT_SELECTION_MODEL) == "manual_investigation"
+    # Stating the incident type confirms it again: full label match, first in the ranking.
+    oom = spec.model_copy(
+        update={"labels": {"environment": "staging", "incident-type": "pod-oom-killer"}}
+    )
+    index = CatalogIndex(catalog, model=DEFAULT_SELECTION_MODEL)
+    query = PlaybookQuery.from_spec(oom, min_confidence=0.0)
+    best = index.search(query).candidates[0]
+    assert best.id == "pod-oom-recovery"
+    assert best.parts is not None and best.parts.label_match == 1.0
+
+
+def test_the_unstated_term_pulls_only_playbooks_pinned_to_an_incident_type() -> None:
+    rows = table(pb("oom", ["restart_service"], {"incident-type": ["pod-oom-killer"]}),
+                 pb("any", ["restart_service"]))  # fmt: skip
+    scores = rows.score([], 2, action="restart_service", rule=DEFAULT_LABEL_RULE, size=2)
+    # The action is accepted by both (weight 0: no evidence); the unstated incident type
+    # leaves "oom" at ½ and "any" at ½ as well — neither is confirmed.
+    assert scores.match.tolist() == [0.5, 0.5]
+    labels = [("environment", "dev")]  # accepted by neither: weight 1, score ½ for both
+    one = rows.score(labels, 2, action="restart_service", rule=DEFAULT_LABEL_RULE, size=2)
+    assert one.match.tolist() == [0.5, 0.5]
