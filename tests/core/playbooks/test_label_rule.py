@@ -171,7 +171,8 @@ def test_an_unstated_incident_type_does_not_confirm_a_playbook_written_for_one(
     query = PlaybookQuery.from_spec(oom, min_confidence=0.0)
     best = index.search(query).candidates[0]
     assert best.id == "pod-oom-recovery"
-    assert best.parts is not None and best.parts.label_match == 1.0
+    assert best.parts is not None
+    assert best.parts.label_match == 1.0
 
 
 def test_the_unstated_term_pulls_only_playbooks_pinned_to_an_incident_type() -> None:
