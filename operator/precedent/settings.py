@@ -217,7 +217,10 @@ class Settings(BaseSettings):
         description="Index size from which the exact index is replaced by an IVF index.",
     )
     ivf_nprobe: int = Field(
-        default=48, ge=1, description="Lists the approximate index probes per query."
+        default=16,
+        ge=1,
+        description="Lists the approximate index probes per query (recall@10 measured equal at "
+        "16 and 48 at 100k and 1M incidents; 16 halves the query time).",
     )
     domain_overfetch: int = Field(
         default=3, ge=1, le=100, description="Over-fetch factor when filtering by domain."
