@@ -1,106 +1,48 @@
 """SIGKILL of the real operator process at random moments of a fast batch: nothing is lost.
 
-Three rounds; in each, 1,000 RemediationRequests are created as fast as the API server takes
-them while the operator (``kopf run -m precedent.handlers``, its own process) answers them; it
-is killed with SIGKILL once a random number of them is Ready (seeded: the seed is printed, and
-``PRECEDENT_FAULT_SEED`` replays a run), then started again. Afterwards every request is Ready,
-none Stalled; a request answered before a kill was not answered again (same Ready condition,
-same mark); every request has exactly one decision Event.
+Three rounds against one API server (``precedent-sandbox``, its own process); in each, a fresh
+batch of ``PRECEDENT_FAULT_REQUESTS`` RemediationRequests (default 300; the issue's figure,
+1,000, is ``PRECEDENT_FAULT_REQUESTS=1000``) is created as fast as the API server takes them
+while the operator (``kopf run -m precedent.handlers``, its own process) answers them. It is
+killed with SIGKILL once a random number of the batch is answered, while creates are still
+arriving (seeded: the seed is printed, ``PRECEDENT_FAULT_SEED`` replays a run), then started
+again. Earlier batches stay, so each restart also resumes every request answered before.
+Afterwards every request is Ready, none Stalled; a request answered before a kill was not
+answered again (same Ready condition, same mark); every request has exactly one decision Event.
 """
 
 from __future__ import annotations
 
-import copy
 import os
 import random
 import signal
-import subprocess
-import sys
 import threading
 import time
-from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from precedent.adapters.loader import iter_documents
 from precedent.demo import apply
-from precedent_sandbox import SandboxThread
-from tests.helpers import eventually
-from tests.integration.conftest import DATA, REPO, condition, is_true
+from tests.faults.rig import (
+    count_in_log,
+    create_batch,
+    decision_events,
+    operator_process,
+    requests_by_name,
+    sandbox_process,
+    wait_for,
+)
+from tests.integration.conftest import DATA, condition, is_true
 
 pytestmark = [pytest.mark.faults, pytest.mark.integration]
 
 ROUNDS = 3
-BATCH = int(os.environ.get("PRECEDENT_FAULT_BATCH", "1000"))
-DECISIONS = {"Approved", "Escalated", "Denied"}
-REQUESTS = "/apis/precedent.dev/v1alpha1/namespaces/default/remediationrequests"
-EVENTS = "/api/v1/namespaces/default/events"
-
-
-def template() -> dict[str, Any]:
-    docs = iter_documents([DATA / "requests" / "seed-000.yaml"])
-    return next(d.body for d in docs if d.name == "restart-payment-api")
-
-
-@contextmanager
-def operator_process(
-    kubeconfig: Path, log: Path, **settings: str
-) -> Iterator[subprocess.Popen[bytes]]:
-    """``kopf run -m precedent.handlers`` in its own process, logging to ``log``."""
-    env = {
-        **os.environ,
-        "KUBECONFIG": str(kubeconfig),
-        "PRECEDENT_HISTORY_PATH": "",
-        "PRECEDENT_CATALOG": "",
-        "PRECEDENT_STATUS_KEY": "fault-suite-key",
-        "PRECEDENT_METRICS_PORT": "0",
-        **settings,
-    }
-    command = [sys.executable, "-m", "kopf", "run", "-m", "precedent.handlers"]
-    with log.open("ab") as sink:
-        process = subprocess.Popen(
-            [*command, "--all-namespaces", "--standalone"],
-            env=env,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        yield process
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-
-
-def requests_by_name(client: httpx.Client) -> dict[str, dict[str, Any]]:
-    items = client.get(REQUESTS).json()["items"]
-    return {o["metadata"]["name"]: o for o in items}
-
-
-def create_batch(url: str, names: list[str]) -> None:
-    """Create the requests over 16 parallel connections, as fast as the server takes them."""
-    body = template()
-
-    def create(chunk: list[str]) -> None:
-        with httpx.Client(base_url=url, timeout=60) as client:
-            for name in chunk:
-                one = copy.deepcopy(body)
-                one["metadata"]["name"] = name
-                response = client.post(REQUESTS, json=one)
-                assert response.status_code == 201, response.text
-
-    chunks = [names[i::16] for i in range(16)]
-    with ThreadPoolExecutor(16) as pool:
-        list(pool.map(create, chunks))
+BATCH = int(os.environ.get("PRECEDENT_FAULT_REQUESTS") or "300")
+# Generous for a loaded 2-core machine (about 10 answers a second there), yet finite: a stall
+# fails the test with what is missing instead of hanging it.
+ROUND_DEADLINE = 60 + BATCH
 
 
 def answer(obj: dict[str, Any]) -> tuple[Any, ...]:
@@ -116,68 +58,73 @@ def test_sigkill_at_random_moments_loses_nothing_and_repeats_nothing(tmp_path: P
     print(f"\nfault suite: SIGKILL seed {seed} (PRECEDENT_FAULT_SEED={seed} replays it)")
     started = time.monotonic()
     log = tmp_path / "operator.log"
-    kills: list[int] = []
-    with SandboxThread(REPO / "crds") as sandbox:
-        kubeconfig = sandbox.write_kubeconfig(tmp_path / "kubeconfig")
-        with httpx.Client(base_url=sandbox.url, timeout=60) as client:
-            apply(client, [DATA / "incidents", DATA / "playbooks"])
-            answered_before_kill: dict[str, tuple[Any, ...]] = {}
-            all_names: list[str] = []
-            process_cm = operator_process(kubeconfig, log)
-            process = process_cm.__enter__()
-            try:
-                for round_ in range(ROUNDS):
-                    names = [f"r{round_}-{i:04d}" for i in range(BATCH)]
-                    all_names += names
-                    kill_at = rng.randint(1, BATCH - 1)
-                    creating = threading.Thread(target=create_batch, args=(sandbox.url, names))
-                    creating.start()
+    kills: list[tuple[int, int]] = []
+    restarts: list[float] = []
+    answered_before_kill: dict[str, tuple[Any, ...]] = {}
+    all_names: list[str] = []
+    with (
+        sandbox_process(tmp_path) as sandbox,
+        httpx.Client(base_url=sandbox.url, timeout=60) as client,
+    ):
+        apply(client, [DATA / "incidents", DATA / "playbooks"])
 
-                    def ready_in_round(names: list[str] = names) -> dict[str, dict[str, Any]]:
-                        objs = requests_by_name(client)
-                        return {
-                            n: objs[n] for n in names if n in objs and is_true(objs[n], "Ready")
-                        }
+        def ready(names: list[str]) -> dict[str, dict[str, Any]]:
+            objs = requests_by_name(client)
+            return {n: objs[n] for n in names if n in objs and is_true(objs[n], "Ready")}
 
-                    # The operator logs each answer: counting log lines is cheaper than listing
+        for round_ in range(ROUNDS):
+            names = [f"r{round_}-{i:04d}" for i in range(BATCH)]
+            all_names += names
+            # Killed while the batch is still arriving: at most half of it answered.
+            kill_at = rng.randint(1, BATCH // 2)
+            offset = log.stat().st_size if log.exists() else 0
+            with operator_process(sandbox.kubeconfig, log) as process:
+                creating = threading.Thread(target=create_batch, args=(sandbox.url, names))
+                creating.start()
+                try:
+                    # The operator logs each answer: reading its log is cheaper than listing
                     # the batch, and keeps the kill close to the chosen moment.
-                    offset = log.stat().st_size if log.exists() else 0
-
-                    def answered(k: int = kill_at, offset: int = offset) -> bool:
-                        with log.open("rb") as text:
-                            text.seek(offset)
-                            return text.read().count(b" assessed: ") >= k
-
-                    eventually(answered, timeout=300)
+                    wait_for(
+                        lambda k=kill_at, o=offset: count_in_log(log, b" assessed: ", o) >= k,
+                        ROUND_DEADLINE,
+                        lambda: f"fewer than {kill_at} answers before the kill",
+                        every=0.05,
+                    )
                     time.sleep(rng.uniform(0, 0.2))
                     process.send_signal(signal.SIGKILL)
                     process.wait()
-                    done = ready_in_round()
-                    kills.append(len(done))
-                    answered_before_kill.update({n: answer(o) for n, o in done.items()})
-                    creating.join()
-                    process_cm.__exit__(None, None, None)
-                    process_cm = operator_process(kubeconfig, log)
-                    process = process_cm.__enter__()
-                    # Listing the batch competes with the operator for the API server: once a
-                    # second is enough.
-                    deadline = time.monotonic() + 900
-                    while len(ready_in_round()) < BATCH:
-                        assert time.monotonic() < deadline, "not every request became Ready"
-                        time.sleep(1)
+                    created = len(requests_by_name(client))
+                finally:
+                    creating.join(timeout=ROUND_DEADLINE)
+                assert not creating.is_alive(), "creating the batch did not finish"
+            done = ready(all_names)
+            kills.append((len(ready(names)), created - (len(all_names) - BATCH)))
+            answered_before_kill.update({n: answer(o) for n, o in done.items()})
+            restarted = time.monotonic()
+            with operator_process(sandbox.kubeconfig, log):
+                # Listing everything competes with the operator for the API server: once a
+                # second is enough.
+                wait_for(
+                    lambda: len(ready(all_names)) == len(all_names),
+                    ROUND_DEADLINE,
+                    lambda: f"not Ready: {sorted(set(all_names) - set(ready(all_names)))[:10]}",
+                    every=1,
+                )
+                restarts.append(time.monotonic() - restarted)
 
-                def all_events_posted() -> dict[str, list[dict[str, Any]]]:
-                    by_name: dict[str, list[dict[str, Any]]] = {n: [] for n in all_names}
-                    for event in client.get(EVENTS).json()["items"]:
-                        name = event.get("involvedObject", {}).get("name")
-                        if name in by_name and event.get("reason") in DECISIONS:
-                            by_name[name].append(event)
-                    return by_name if all(by_name.values()) else {}
+                def every_event_posted() -> dict[str, list[dict[str, Any]]]:
+                    found = decision_events(client, all_names)
+                    return found if all(found.values()) else {}
 
-                events = eventually(all_events_posted, timeout=120)
-            finally:
-                process_cm.__exit__(None, None, None)
-            final = requests_by_name(client)
+                def without_event() -> str:
+                    found = decision_events(client, all_names)
+                    return f"no decision Event: {[n for n, e in found.items() if not e][:10]}"
+
+                events = wait_for(every_event_posted, 60, without_event, every=1)
+                # Late duplicates (a re-post after the restart) would come within moments.
+                time.sleep(2)
+                events = decision_events(client, all_names)
+        final = requests_by_name(client)
     elapsed = time.monotonic() - started
 
     assert sorted(final) == sorted(all_names)
@@ -188,7 +135,8 @@ def test_sigkill_at_random_moments_loses_nothing_and_repeats_nothing(tmp_path: P
     repeated = {n: len(e) for n, e in events.items() if len(e) != 1}
     assert not repeated, f"decision Events not exactly one: {dict(list(repeated.items())[:10])}"
     print(
-        f"fault suite: {ROUNDS} SIGKILLs after {kills} of {BATCH} requests were Ready; "
-        f"{len(all_names)} requests Ready exactly once, {len(events)} decision Events exactly "
-        f"once each; {elapsed:.1f} s"
+        f"fault suite: {ROUNDS} SIGKILLs, each with (answered, created) of the {BATCH}-request "
+        f"batch at {kills}; every request of the batch Ready {[round(r, 1) for r in restarts]} s "
+        f"after each restart; {len(all_names)} requests Ready exactly once, "
+        f"{sum(len(e) for e in events.values())} decision Events, one each; {elapsed:.1f} s"
     )

@@ -25,7 +25,8 @@ from precedent_sandbox import SandboxThread
 from tests.helpers import eventually
 from tests.integration.conftest import DATA, REPO, Cluster, condition, is_true
 
-pytestmark = pytest.mark.integration
+# Also in the fault suite (`-m faults`); runs alone as any test does.
+pytestmark = [pytest.mark.faults, pytest.mark.integration]
 
 # The seed request "restart payment-api" (seed-000.yaml): its answer names incidents and a
 # playbook, which the new contents leave out.
