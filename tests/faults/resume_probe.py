@@ -35,9 +35,11 @@ def main() -> None:
     parser.add_argument("--answered", type=int, default=2000)
     parser.add_argument("--new", type=int, default=50)
     parser.add_argument("--timeout", type=float, default=1200)
+    parser.add_argument("--keep", type=Path, default=None, help="Keep the logs in this directory.")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
+        work = args.keep or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
         log = work / "operator.log"
         with (
             sandbox_process(work) as sandbox,
@@ -55,13 +57,14 @@ def main() -> None:
                     every=2,
                 )
                 took = time.monotonic() - started
-                print(f"{len(old)} answered in {took:.1f} s ({len(old) / took:.1f}/s)")
+                print(f"{len(old)} answered in {took:.1f} s ({len(old) / took:.1f}/s)", flush=True)
                 process.send_signal(signal.SIGKILL)
                 process.wait()
             versions = {
                 n: o["metadata"]["resourceVersion"] for n, o in requests_by_name(client).items()
             }
             restarted = time.monotonic()
+            print(f"restarting at {time.strftime('%H:%M:%S')}", flush=True)
             with operator_process(sandbox.kubeconfig, log):
                 new = [f"new-{i:05d}" for i in range(args.new)]
                 create_batch(sandbox.url, new)

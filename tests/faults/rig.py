@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -177,3 +178,57 @@ def count_in_log(log: Path, needle: bytes, offset: int = 0) -> int:
     with log.open("rb") as text:
         text.seek(offset)
         return text.read().count(needle)
+
+
+class ReadyWatch:
+    """The names of the requests that are Ready, kept current by a watch of its own (a thread),
+    so that a test can act the moment a number of them is answered without listing them all."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.ready: set[str] = set()
+        self.error: BaseException | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="ready-watch", daemon=True)
+
+    def __enter__(self) -> ReadyWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    def count(self, names: set[str]) -> int:
+        """How many of ``names`` are Ready."""
+        if self.error is not None:
+            raise AssertionError(f"the Ready watch failed: {self.error!r}")
+        return len(self.ready & names)
+
+    def _see(self, obj: dict[str, Any]) -> None:
+        if is_true(obj, "Ready"):
+            self.ready.add(obj["metadata"]["name"])
+
+    def _run(self) -> None:
+        try:
+            with httpx.Client(base_url=self.url, timeout=30) as client:
+                listed = client.get(REQUESTS).json()
+                for obj in listed["items"]:
+                    self._see(obj)
+                since = listed["metadata"]["resourceVersion"]
+                while not self._stop.is_set():
+                    # Short watches, so that stopping never waits long.
+                    params = {"watch": "true", "resourceVersion": since, "timeoutSeconds": "1"}
+                    with client.stream("GET", REQUESTS, params=params) as response:
+                        for line in response.iter_lines():
+                            if not line:
+                                continue
+                            event = json.loads(line)
+                            obj = event["object"]
+                            if event["type"] == "ERROR":
+                                raise AssertionError(f"watch error: {obj}")
+                            since = obj["metadata"]["resourceVersion"]
+                            if event["type"] != "BOOKMARK":
+                                self._see(obj)
+        except BaseException as exc:  # reported by count(), in the test's thread
+            self.error = exc

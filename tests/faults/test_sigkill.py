@@ -26,7 +26,8 @@ import pytest
 
 from precedent.demo import apply
 from tests.faults.rig import (
-    count_in_log,
+    ReadyWatch,
+    SandboxProcess,
     create_batch,
     decision_events,
     operator_process,
@@ -52,6 +53,77 @@ def answer(obj: dict[str, Any]) -> tuple[Any, ...]:
     return (ready.get("lastTransitionTime"), ready.get("message"), status.get("mark"))
 
 
+def ready(client: httpx.Client, names: list[str]) -> dict[str, dict[str, Any]]:
+    """Those of ``names`` that are Ready now."""
+    objs = requests_by_name(client)
+    return {n: objs[n] for n in names if n in objs and is_true(objs[n], "Ready")}
+
+
+def kill_during_batch(
+    sandbox: SandboxProcess, log: Path, names: list[str], kill_at: int, jitter: float
+) -> int:
+    """Start the operator, create ``names`` and SIGKILL the operator once ``kill_at`` of them
+    are Ready (plus ``jitter`` seconds); returns how many were created by then."""
+    batch = set(names)
+    with (
+        operator_process(sandbox.kubeconfig, log) as process,
+        ReadyWatch(sandbox.url) as watch,
+        httpx.Client(base_url=sandbox.url, timeout=60) as client,
+    ):
+        creating = threading.Thread(target=create_batch, args=(sandbox.url, names))
+        creating.start()
+        try:
+            # A watch of Ready requests, cheaper than listing the batch, keeps the kill close
+            # to the chosen moment: once that many answers are written.
+            wait_for(
+                lambda: watch.count(batch) >= kill_at,
+                ROUND_DEADLINE,
+                lambda: f"{watch.count(batch)} of the {kill_at} Ready wanted before the kill",
+                every=0.02,
+            )
+            time.sleep(jitter)
+            process.send_signal(signal.SIGKILL)
+            process.wait()
+            created = len(batch & set(requests_by_name(client)))
+        finally:
+            creating.join(timeout=ROUND_DEADLINE)
+        assert not creating.is_alive(), "creating the batch did not finish"
+    return created
+
+
+def restart_until_all_ready(
+    sandbox: SandboxProcess, log: Path, names: list[str]
+) -> tuple[float, dict[str, list[dict[str, Any]]]]:
+    """Start the operator again; wait until every one of ``names`` is Ready and has a decision
+    Event. Returns the seconds until all were Ready, and the Events."""
+    restarted = time.monotonic()
+    with (
+        operator_process(sandbox.kubeconfig, log),
+        httpx.Client(base_url=sandbox.url, timeout=60) as client,
+    ):
+        # Listing everything competes with the operator for the API server: once a second.
+        wait_for(
+            lambda: len(ready(client, names)) == len(names),
+            ROUND_DEADLINE,
+            lambda: f"not Ready: {sorted(set(names) - set(ready(client, names)))[:10]}",
+            every=1,
+        )
+        took = time.monotonic() - restarted
+
+        def without_event() -> list[str]:
+            return [n for n, e in decision_events(client, names).items() if not e]
+
+        wait_for(
+            lambda: not without_event(),
+            60,
+            lambda: f"no decision Event: {without_event()[:10]}",
+            every=1,
+        )
+        # A late duplicate (a re-post after the restart) would come within moments.
+        time.sleep(2)
+        return took, decision_events(client, names)
+
+
 def test_sigkill_at_random_moments_loses_nothing_and_repeats_nothing(tmp_path: Path) -> None:
     seed = int(os.environ.get("PRECEDENT_FAULT_SEED") or random.SystemRandom().randrange(2**32))
     rng = random.Random(seed)
@@ -67,63 +139,17 @@ def test_sigkill_at_random_moments_loses_nothing_and_repeats_nothing(tmp_path: P
         httpx.Client(base_url=sandbox.url, timeout=60) as client,
     ):
         apply(client, [DATA / "incidents", DATA / "playbooks"])
-
-        def ready(names: list[str]) -> dict[str, dict[str, Any]]:
-            objs = requests_by_name(client)
-            return {n: objs[n] for n in names if n in objs and is_true(objs[n], "Ready")}
-
         for round_ in range(ROUNDS):
             names = [f"r{round_}-{i:04d}" for i in range(BATCH)]
             all_names += names
-            # Killed while the batch is still arriving: at most half of it answered.
+            # Killed while the batch is being answered: at most half of it Ready.
             kill_at = rng.randint(1, BATCH // 2)
-            offset = log.stat().st_size if log.exists() else 0
-            with operator_process(sandbox.kubeconfig, log) as process:
-                creating = threading.Thread(target=create_batch, args=(sandbox.url, names))
-                creating.start()
-                try:
-                    # The operator logs each answer: reading its log is cheaper than listing
-                    # the batch, and keeps the kill close to the chosen moment.
-                    wait_for(
-                        lambda k=kill_at, o=offset: count_in_log(log, b" assessed: ", o) >= k,
-                        ROUND_DEADLINE,
-                        lambda: f"fewer than {kill_at} answers before the kill",
-                        every=0.05,
-                    )
-                    time.sleep(rng.uniform(0, 0.2))
-                    process.send_signal(signal.SIGKILL)
-                    process.wait()
-                    created = len(requests_by_name(client))
-                finally:
-                    creating.join(timeout=ROUND_DEADLINE)
-                assert not creating.is_alive(), "creating the batch did not finish"
-            done = ready(all_names)
-            kills.append((len(ready(names)), created - (len(all_names) - BATCH)))
+            created = kill_during_batch(sandbox, log, names, kill_at, rng.uniform(0, 0.2))
+            done = ready(client, all_names)
+            kills.append((len(done.keys() & set(names)), created))
             answered_before_kill.update({n: answer(o) for n, o in done.items()})
-            restarted = time.monotonic()
-            with operator_process(sandbox.kubeconfig, log):
-                # Listing everything competes with the operator for the API server: once a
-                # second is enough.
-                wait_for(
-                    lambda: len(ready(all_names)) == len(all_names),
-                    ROUND_DEADLINE,
-                    lambda: f"not Ready: {sorted(set(all_names) - set(ready(all_names)))[:10]}",
-                    every=1,
-                )
-                restarts.append(time.monotonic() - restarted)
-
-                def every_event_posted() -> dict[str, list[dict[str, Any]]]:
-                    found = decision_events(client, all_names)
-                    return found if all(found.values()) else {}
-
-                def without_event() -> str:
-                    found = decision_events(client, all_names)
-                    return f"no decision Event: {[n for n, e in found.items() if not e][:10]}"
-
-                events = wait_for(every_event_posted, 60, without_event, every=1)
-                # Late duplicates (a re-post after the restart) would come within moments.
-                time.sleep(2)
-                events = decision_events(client, all_names)
+            took, events = restart_until_all_ready(sandbox, log, all_names)
+            restarts.append(took)
         final = requests_by_name(client)
     elapsed = time.monotonic() - started
 
@@ -135,8 +161,8 @@ def test_sigkill_at_random_moments_loses_nothing_and_repeats_nothing(tmp_path: P
     repeated = {n: len(e) for n, e in events.items() if len(e) != 1}
     assert not repeated, f"decision Events not exactly one: {dict(list(repeated.items())[:10])}"
     print(
-        f"fault suite: {ROUNDS} SIGKILLs, each with (answered, created) of the {BATCH}-request "
-        f"batch at {kills}; every request of the batch Ready {[round(r, 1) for r in restarts]} s "
-        f"after each restart; {len(all_names)} requests Ready exactly once, "
+        f"fault suite: {ROUNDS} SIGKILLs, (Ready, created) of each {BATCH}-request batch at the "
+        f"kill: {kills}; all Ready {[round(r, 1) for r in restarts]} s after each restart; "
+        f"{len(all_names)} requests Ready exactly once, "
         f"{sum(len(e) for e in events.values())} decision Events, one each; {elapsed:.1f} s"
     )
