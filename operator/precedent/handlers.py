@@ -429,7 +429,18 @@ async def assess_request(
 # nothing for minutes (tests/faults/resume_probe.py measures it).
 
 
-@kopf.on.event(*REQUESTS, id="outcome-ledger", when=lambda type, **_: type != "DELETED")
+def _outcome_may_change(
+    type: str | None, uid: str, spec: kopf.Spec, memo: kopf.Memo, **_: Any
+) -> bool:
+    # Only a request with an outcome, or one the ledger holds (its outcome could have gone),
+    # can change the ledger: the others cost no handler run and no log line per event.
+    if type == "DELETED":
+        return False
+    outcomes: OutcomeService = memo.outcomes
+    return bool(spec.get("outcome")) or outcomes.ledger.get(uid) is not None
+
+
+@kopf.on.event(*REQUESTS, id="outcome-ledger", when=_outcome_may_change)
 def observe_outcome(uid: str, spec: kopf.Spec, memo: kopf.Memo, **_: Any) -> None:
     """Keep the ledger of reported outcomes (by request uid) in step with the requests."""
     outcomes: OutcomeService = memo.outcomes
