@@ -91,8 +91,9 @@ def test_after_the_api_server_returns_with_other_contents_answers_use_only_those
     restarted: SandboxThread | None = None
     try:
         with operator(liveness):
-            eventually(lambda: health(liveness).get("history") == len(incidents), timeout=60)
-            assert health(liveness)["playbooks"] == len(playbooks)
+            # Incidents and Playbooks are listed by two watches: wait for both counts.
+            full = {"history": len(incidents), "playbooks": len(playbooks)}
+            eventually(lambda: {k: health(liveness).get(k) for k in full} == full, timeout=60)
             assert cluster.create(request("before")).status_code == 201
             before = cluster.wait_ready("before")["status"]
             old_ids = {i["id"] for i in before["similarIncidents"]}
