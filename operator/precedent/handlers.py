@@ -50,6 +50,14 @@ DEPENDENCY_RETRY_SECONDS = 15
 ERROR_RETRY_MAX_SECONDS = 30
 # An approval that arrives before its request is assessed is judged again shortly after.
 APPROVAL_RETRY_SECONDS = 2
+# Decision Events posted at once. A burst of creates runs every request's handler at the same
+# time; unbounded, their posts queue for the API client's 100 connections past its 10 s
+# timeout and fall back to kopf's in-memory queue, which a killed process loses.
+EVENT_POSTS_AT_ONCE = 32
+# Objects per page of kopf's initial listing: each page is a short request, so listing
+# thousands of requests after a restart never runs into the request timeout (a timed-out
+# listing starts over, and no handler runs until it completes).
+LIST_CHUNK_SIZE = 500
 
 
 @kopf.on.startup(id="configure")
@@ -75,6 +83,7 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     # Handlers post their own Events; log lines below WARNING stay in the log only.
     settings.posting.level = logging.WARNING
     settings.networking.request_timeout = 30
+    settings.watching.chunk_size = LIST_CHUNK_SIZE
     memo.service = service
     memo.config = config
     # What the watch applied, compared with a full list now and then (see resync below).
@@ -123,7 +132,16 @@ async def configure_outcomes(
     api = KubeApi(await login(), login=login)
     memo.kube_api = api
     memo.events = EventPoster(api)
+    memo.event_slots = asyncio.Semaphore(EVENT_POSTS_AT_ONCE)
     memo.outcomes = build_outcomes(memo.config, memo.service, cluster=api)
+    # Every reported outcome counts before the first playbook's status is written: startup
+    # handlers finish before any watch starts (see observe_outcome).
+    try:
+        for obj in await api.list_cluster_objects("remediationrequests"):
+            meta = obj.get("metadata") or {}
+            memo.outcomes.observe(str(meta.get("uid", "")), obj.get("spec") or {})
+    except PrecedentError as exc:  # the API server is away: kopf runs this again
+        raise kopf.TemporaryError(f"cannot list RemediationRequests: {exc}", delay=5) from None
     # Approvals read and patch the request they point at through the same client.
     memo.approvals = build_approvals(memo.config, memo.service, requests=api)
     if memo.config.resync_seconds > 0:
@@ -333,8 +351,15 @@ def _timestamp(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
 
 
-@kopf.on.resume(*REQUESTS, id="assess")
-@kopf.on.create(*REQUESTS, id="assess")
+def _not_answered(body: kopf.Body, memo: kopf.Memo, **_: Any) -> bool:
+    # A request this operator answered (a valid mark) is not even handed to the handler: a
+    # restart resumes thousands of them, and each would cost a handler run and two log lines.
+    service: AssessmentService = memo.service
+    return not service.signer.answered(body)
+
+
+@kopf.on.resume(*REQUESTS, id="assess", when=_not_answered)
+@kopf.on.create(*REQUESTS, id="assess", when=_not_answered)
 async def assess_request(
     body: kopf.Body,
     spec: kopf.Spec,
@@ -375,7 +400,10 @@ async def assess_request(
         # Posted before the status is written, under a name only this answer produces: a crash
         # in between re-assesses and re-posts (409: once); a crash after leaves both in place.
         events: EventPoster = memo.events
-        if not await events.post(body, update.event):
+        slots: asyncio.Semaphore = memo.event_slots
+        async with slots:
+            posted = await events.post(body, update.event)
+        if not posted:
             kopf.event(
                 body,
                 type=update.event.type,
@@ -395,16 +423,29 @@ async def assess_request(
 
 
 # -- reported outcomes ------------------------------------------------------------------------
-# The index sees every request (the whole listing first after a restart), so the ledger of
-# outcomes is rebuilt from the API objects before any handler below runs.
+# The ledger of reported outcomes is read from a list of every request at start-up (before any
+# handler runs) and kept current by the event handler below. Not a kopf index: kopf holds every
+# handler back until each indexed object is indexed, and does so at a cost that grows with the
+# square of the objects listed — with thousands of answered requests a restart answered
+# nothing for minutes (tests/faults/resume_probe.py measures it).
 
 
-@kopf.index(*REQUESTS, id="outcomes")
-def index_outcome(uid: str, spec: kopf.Spec, memo: kopf.Memo, **_: Any) -> dict[str, str]:
+def _outcome_may_change(
+    type: str | None, uid: str, spec: kopf.Spec, memo: kopf.Memo, **_: Any
+) -> bool:
+    # Only a request with an outcome, or one the ledger holds (its outcome could have gone),
+    # can change the ledger: the others cost no handler run and no log line per event.
+    if type == "DELETED":
+        return False
+    outcomes: OutcomeService = memo.outcomes
+    return bool(spec.get("outcome")) or outcomes.ledger.get(uid) is not None
+
+
+@kopf.on.event(*REQUESTS, id="outcome-ledger", when=_outcome_may_change)
+def observe_outcome(uid: str, spec: kopf.Spec, memo: kopf.Memo, **_: Any) -> None:
     """Keep the ledger of reported outcomes (by request uid) in step with the requests."""
     outcomes: OutcomeService = memo.outcomes
-    record = outcomes.observe(uid, spec)
-    return {uid: record.result.value} if record is not None else {}
+    outcomes.observe(uid, spec)
 
 
 @kopf.on.event(*REQUESTS, id="outcome-deleted", when=lambda type, **_: type == "DELETED")

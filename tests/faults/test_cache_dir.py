@@ -11,7 +11,7 @@ import pytest
 
 from precedent.demo import apply
 from precedent_sandbox import SandboxThread
-from tests.faults.test_sigkill import REQUESTS, operator_process, template
+from tests.faults.rig import REQUESTS, operator_process, template
 from tests.helpers import eventually
 from tests.integration.conftest import DATA, REPO, is_true
 

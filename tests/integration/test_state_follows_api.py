@@ -25,7 +25,8 @@ from precedent_sandbox import SandboxThread
 from tests.helpers import eventually
 from tests.integration.conftest import DATA, REPO, Cluster, condition, is_true
 
-pytestmark = pytest.mark.integration
+# Also in the fault suite (`-m faults`); runs alone as any test does.
+pytestmark = [pytest.mark.faults, pytest.mark.integration]
 
 # The seed request "restart payment-api" (seed-000.yaml): its answer names incidents and a
 # playbook, which the new contents leave out.
@@ -90,8 +91,9 @@ def test_after_the_api_server_returns_with_other_contents_answers_use_only_those
     restarted: SandboxThread | None = None
     try:
         with operator(liveness):
-            eventually(lambda: health(liveness).get("history") == len(incidents), timeout=60)
-            eventually(lambda: health(liveness).get("playbooks") == len(playbooks), timeout=60)
+            # Incidents and Playbooks are listed by two watches: wait for both counts.
+            full = {"history": len(incidents), "playbooks": len(playbooks)}
+            eventually(lambda: {k: health(liveness).get(k) for k in full} == full, timeout=60)
             assert cluster.create(request("before")).status_code == 201
             before = cluster.wait_ready("before")["status"]
             old_ids = {i["id"] for i in before["similarIncidents"]}
