@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from operator import itemgetter
 from typing import Any
 
 from precedent.core.graph.graph import DependencyGraph
-from precedent.core.graph.model import WORKLOAD_KINDS, Edge, NodeKey, NodeType
+from precedent.core.graph.model import WORKLOAD_KINDS, NodeKey, NodeType
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -38,9 +37,6 @@ REMEMBER_FROM = 200
 """A blast radius reaching at least this many nodes is kept until the graph next changes
 (:meth:`DependencyGraph.remember`): a hub is asked about again and again, and its answer is the
 costly one; a smaller answer costs less to recompute than to keep."""
-
-_KIND = itemgetter(0)
-_NAMESPACE = itemgetter(1)
 
 TOP_PATHS = 5
 """How many paths a blast radius lists."""
@@ -101,6 +97,9 @@ class BlastRadius:
     """Who depends on it, by hops then key (filled when asked for ``detail``)."""
     downstream: tuple[Reached, ...] = ()
     """What it depends on, by hops then key (filled when asked for ``detail``)."""
+    dependents: tuple[NodeKey, ...] = ()
+    """The nearest workloads and Ingresses upstream, by hops then key, as many as asked for
+    (``blast_radius(..., dependents=n)``): the names a status lists, without ``detail``."""
 
     @property
     def summary(self) -> str:
@@ -197,28 +196,32 @@ def resolve_target(
 
 
 def _walk(
-    adjacency: Mapping[NodeKey, Mapping[NodeKey, Edge]], start: NodeKey, limit: int
-) -> tuple[dict[NodeKey, tuple[int, float, NodeKey]], bool]:
-    # The hot loop of every query: plain dicts and locals, no per-edge allocation.
-    conf: dict[NodeKey, float] = {start: 1.0}
-    result: dict[NodeKey, tuple[int, float, NodeKey]] = {start: (0, 1.0, start)}
+    adjacency: Mapping[int, Mapping[int, float]],
+    keys: Sequence[NodeKey],
+    start: int,
+    limit: int,
+) -> tuple[dict[int, tuple[int, float, int]], bool]:
+    # The hot loop of every query: integer ids, plain dicts and locals, no per-edge
+    # allocation. Ties between equally strong paths go to the smaller node key (a tuple
+    # comparison only on a tie), so the answer does not depend on the ids handed out.
+    conf: dict[int, float] = {start: 1.0}
+    result: dict[int, tuple[int, float, int]] = {start: (0, 1.0, start)}
     get = adjacency.get
     frontier = [start]
     depth = 0
     room = limit  # nodes the walk may still add
     while frontier:
         depth += 1
-        layer: dict[NodeKey, float] = {}
-        via: dict[NodeKey, NodeKey] = {}
+        layer: dict[int, float] = {}
+        via: dict[int, int] = {}
         for node in frontier:
             edges = get(node)
             if not edges:
                 continue
             here = conf[node]
-            for other, edge in edges.items():
+            for other, c in edges.items():
                 if other in conf:
                     continue
-                c = edge.confidence
                 if here < c:
                     c = here
                 seen = layer.get(other)
@@ -232,7 +235,7 @@ def _walk(
                     room -= 1
                     layer[other] = c
                     via[other] = node
-                elif c > seen or (c == seen and node < via[other]):
+                elif c > seen or (c == seen and keys[node] < keys[via[other]]):
                     layer[other] = c
                     via[other] = node
         conf.update(layer)
@@ -248,80 +251,109 @@ def blast_radius(
     *,
     limit: int = DEFAULT_LIMIT,
     detail: bool = True,
+    dependents: int = 0,
 ) -> BlastRadius:
     """Upstream and downstream of ``target`` (which must be in the graph).
 
     ``detail=False`` leaves out the per-node lists (types, confidences): counts, critical
     nodes, namespaces, PDBs and paths are what a status needs, and are cheaper.
+    ``dependents`` fills :attr:`BlastRadius.dependents` with up to that many of the nearest
+    workloads and Ingresses upstream (the names a status lists) without the per-node lists.
     """
     if target not in graph:
         raise KeyError(target)
-    remembered = graph.remembered((blast_radius, target, limit, detail))
+    question = (blast_radius, target, limit, detail, dependents)
+    remembered = graph.remembered(question)
     if isinstance(remembered, BlastRadius):
         return remembered
-    up, cut_up = _walk(graph.incoming_map, target, limit)
-    down, cut_down = _walk(graph.outgoing_map, target, limit)
-    del up[target], down[target]
-    answer = _answer(graph, target, up, down, cut_up or cut_down, detail=detail)
+    start = graph.node_id(target)
+    keys = graph.keys_by_id
+    up, cut_up = _walk(graph.incoming_ids, keys, start, limit)
+    down, cut_down = _walk(graph.outgoing_ids, keys, start, limit)
+    del up[start], down[start]
+    answer = _answer(
+        graph, target, start, up, down, (cut_up, cut_down), detail=detail, dependents=dependents
+    )
     if len(up) + len(down) >= REMEMBER_FROM:
-        graph.remember((blast_radius, target, limit, detail), answer)
+        graph.remember(question, answer)
     return answer
 
 
 def _answer(
     graph: DependencyGraph,
     target: NodeKey,
-    up: dict[NodeKey, tuple[int, float, NodeKey]],
-    down: dict[NodeKey, tuple[int, float, NodeKey]],
-    truncated: bool,
+    start: int,
+    up: dict[int, tuple[int, float, int]],
+    down: dict[int, tuple[int, float, int]],
+    cut: tuple[bool, bool],
     *,
     detail: bool,
+    dependents: int,
 ) -> BlastRadius:
-
-    critical_keys = graph.critical_keys()
+    keys = graph.keys_by_id
+    critical_ids = graph.critical_ids()
     # A Service is critical through its backends; list it only when its own annotation says
     # so and no critical backend of it is listed already (and the target's own Service is
     # not "critical upstream" because the target is critical: it is not annotated).
-    if len(critical_keys) < len(up):
-        listed = {k for k in critical_keys if k in up}
+    if len(critical_ids) < len(up):
+        listed = {i for i in critical_ids if i in up}
     else:
-        listed = {k for k in up if k in critical_keys}
-    critical = sorted(
-        (
-            k
-            for k in listed
-            if k.kind != "Service" or not any(t in listed for t in graph.outgoing(k))
-        ),
-        key=lambda k: (up[k][0], k),
-    )
+        listed = {i for i in up if i in critical_ids}
+    outgoing = graph.outgoing_ids
+    critical_ids_up = [
+        i for i in listed if keys[i].kind != "Service" or listed.isdisjoint(outgoing.get(i, ()))
+    ]
+    critical_ids_up.sort(key=lambda i: (up[i][0], keys[i]))
     # Counted and collected by C-level iteration: these loops run once per reached node.
     kinds: dict[str, int] = {}
-    for kind, n in Counter(map(_KIND, up)).items():
+    for kind, n in Counter(map(graph.kinds_by_id.__getitem__, up)).items():
         label = "workload" if kind in WORKLOAD_KINDS else kind.lower()
         kinds[label] = kinds.get(label, 0) + n
-    namespaces = {target.namespace, *map(_NAMESPACE, up), *map(_NAMESPACE, down)}
+    ns_of = graph.namespaces_by_id.__getitem__
+    namespaces = {target.namespace, *map(ns_of, up), *map(ns_of, down)}
     return BlastRadius(
         target=target,
         upstream_count=len(up),
         downstream_count=len(down),
         upstream_by_kind=tuple(sorted(kinds.items())),
         namespaces=tuple(sorted(namespaces)),
-        critical_upstream=tuple(critical),
+        critical_upstream=tuple(keys[i] for i in critical_ids_up),
         pdbs=tuple(graph.pdbs_protecting(target)),
-        paths=_paths(graph, target, up, set(critical)),
-        truncated=truncated,
+        paths=_paths(graph, target, start, up, set(critical_ids_up), complete=not cut[0]),
+        truncated=cut[0] or cut[1],
         upstream=_reached(graph, up) if detail else (),
         downstream=_reached(graph, down) if detail else (),
+        dependents=_dependents(graph, up, dependents) if dependents > 0 else (),
     )
 
 
+def _dependents(
+    graph: DependencyGraph, walk: Mapping[int, tuple[int, float, int]], most: int
+) -> tuple[NodeKey, ...]:
+    # The walk holds its nodes layer by layer (fewest hops first): read whole layers until
+    # ``most`` workloads or Ingresses are found, then order only those by hops and key.
+    kinds = graph.kinds_by_id
+    keys = graph.keys_by_id
+    found: list[tuple[int, NodeKey]] = []
+    for node, (hops, _, _) in walk.items():
+        if len(found) >= most and hops > found[-1][0]:
+            break
+        kind = kinds[node]
+        if kind in WORKLOAD_KINDS or kind == "Ingress":
+            found.append((hops, keys[node]))
+    found.sort()
+    return tuple(key for _, key in found[:most])
+
+
 def _reached(
-    graph: DependencyGraph, walk: Mapping[NodeKey, tuple[int, float, NodeKey]]
+    graph: DependencyGraph, walk: Mapping[int, tuple[int, float, int]]
 ) -> tuple[Reached, ...]:
+    keys = graph.keys_by_id
     out = []
-    for key, (hops, conf, via) in walk.items():
+    for node, (hops, conf, via) in walk.items():
+        key = keys[node]
         info = graph.info(key)
-        out.append(Reached(key, hops, conf, via, info.type, info.critical))
+        out.append(Reached(key, hops, conf, keys[via], info.type, info.critical))
     out.sort(key=lambda r: (r.hops, r.key))
     return tuple(out)
 
@@ -329,38 +361,71 @@ def _reached(
 def _paths(
     graph: DependencyGraph,
     target: NodeKey,
-    walk: Mapping[NodeKey, tuple[int, float, NodeKey]],
-    critical: set[NodeKey],
+    start: int,
+    walk: Mapping[int, tuple[int, float, int]],
+    critical: set[int],
+    *,
+    complete: bool,
 ) -> tuple[str, ...]:
     # Rank: entry points (no dependent inside the walk) first, then critical nodes, then the
-    # longest paths, then the key. Built in one loop over the walk (no call per node): on a
-    # hub this runs once per reached node.
-    incoming = graph.incoming_map.get
+    # longest paths, then the key. Only the few best candidates are ever followed, so nodes
+    # are grouped by an integer rank and only the groups reached are ordered by key.
+    incoming = graph.incoming_ids.get
+    keys = graph.keys_by_id
     reached = walk.keys()
-    ranked = []
-    for key, (hops, _, _) in walk.items():
-        dependents = incoming(key)
-        entry = not dependents or reached.isdisjoint(dependents)
-        ranked.append((not entry, key not in critical, -hops, key))
+    deepest = 1 + max((hops for hops, _, _ in walk.values()), default=0)
+    groups: dict[int, list[int]] = {}
+    for node, (hops, _, _) in walk.items():
+        dependents = incoming(node)
+        if not dependents:
+            entry = True
+        elif complete:
+            # A walk that was not cut reached every dependent of every node it holds: a
+            # node is an entry point exactly when the target is its only dependent.
+            entry = len(dependents) == 1 and start in dependents
+        else:
+            entry = reached.isdisjoint(dependents)
+        rank = ((not entry) * 2 + (node not in critical)) * deepest - hops
+        group = groups.get(rank)
+        if group is None:
+            groups[rank] = [node]
+        else:
+            group.append(node)
     chosen: list[str] = []
-    covered: set[NodeKey] = set()
-
-    def follow(candidates: Iterable[tuple[bool, bool, int, NodeKey]]) -> bool:
-        for *_, key in candidates:
-            if key in covered:
-                continue
-            chain = [key]
-            while chain[-1] != target:
-                chain.append(walk[chain[-1]][2])
-            covered.update(chain)
-            chosen.append(" → ".join(k.short(target.namespace) for k in chain))
-            if len(chosen) == TOP_PATHS:
-                return True
-        return False
-
-    # The best few candidates cover TOP_PATHS distinct paths almost always; sort all only
-    # when they do not.
-    best = heapq.nsmallest(TOP_PATHS * 8, ranked)
-    if not follow(best) and len(best) < len(ranked):
-        follow(sorted(ranked)[len(best) :])
+    covered: set[int] = set()
+    want = TOP_PATHS * 8
+    for rank in sorted(groups):
+        group = groups[rank]
+        # The best few of a group cover TOP_PATHS distinct paths almost always; order the
+        # whole group only when they do not.
+        best = heapq.nsmallest(want, group, key=keys.__getitem__)
+        if _follow(best, walk, start, keys, target.namespace, covered, chosen):
+            break
+        if len(best) < len(group):
+            rest = sorted(set(group).difference(best), key=keys.__getitem__)
+            if _follow(rest, walk, start, keys, target.namespace, covered, chosen):
+                break
     return tuple(chosen)
+
+
+def _follow(
+    candidates: Sequence[int],
+    walk: Mapping[int, tuple[int, float, int]],
+    start: int,
+    keys: Sequence[NodeKey],
+    namespace: str,
+    covered: set[int],
+    chosen: list[str],
+) -> bool:
+    """Add the path of each candidate not on a path already; True once TOP_PATHS are chosen."""
+    for node in candidates:
+        if node in covered:
+            continue
+        chain = [node]
+        while chain[-1] != start:
+            chain.append(walk[chain[-1]][2])
+        covered.update(chain)
+        chosen.append(" → ".join(keys[n].short(namespace) for n in chain))
+        if len(chosen) == TOP_PATHS:
+            return True
+    return False

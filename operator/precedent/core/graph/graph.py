@@ -17,7 +17,7 @@ measures it per workload.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Hashable, Iterable, Iterator, Mapping
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -141,6 +141,17 @@ class DependencyGraph:
         # edges, both directions
         self._out: defaultdict[NodeKey, dict[NodeKey, Edge]] = defaultdict(dict)
         self._in: defaultdict[NodeKey, dict[NodeKey, Edge]] = defaultdict(dict)
+        # The same edges on integer node ids, confidence only, kept in step with ``_out`` and
+        # ``_in`` (same insertion order): a walk hashes an int per visit instead of a
+        # three-string tuple. Ids are handed out to nodes with edges and reused once free.
+        self._ids: dict[NodeKey, int] = {}
+        self._keys: list[NodeKey] = []
+        self._kind_of: list[str] = []
+        self._ns_of: list[str] = []
+        self._free: list[int] = []
+        self._out_ids: dict[int, dict[int, float]] = {}
+        self._in_ids: dict[int, dict[int, float]] = {}
+        self._critical_ids_cache: frozenset[int] | None = None
 
     # ------------------------------------------------------------------ reading the graph
 
@@ -178,6 +189,57 @@ class DependencyGraph:
     def incoming_map(self) -> Mapping[NodeKey, Mapping[NodeKey, Edge]]:
         """Every node's incoming edges (read-only view for walks)."""
         return self._in
+
+    @property
+    def outgoing_ids(self) -> Mapping[int, Mapping[int, float]]:
+        """Every node's outgoing edges on node ids (:meth:`node_id`): target id → confidence."""
+        return self._out_ids
+
+    @property
+    def incoming_ids(self) -> Mapping[int, Mapping[int, float]]:
+        """Every node's incoming edges on node ids: source id → confidence."""
+        return self._in_ids
+
+    @property
+    def keys_by_id(self) -> Sequence[NodeKey]:
+        """Node id → key (an id is only meaningful while the graph is unchanged)."""
+        return self._keys
+
+    @property
+    def kinds_by_id(self) -> Sequence[str]:
+        """Node id → kind."""
+        return self._kind_of
+
+    @property
+    def namespaces_by_id(self) -> Sequence[str]:
+        """Node id → namespace."""
+        return self._ns_of
+
+    def node_id(self, key: NodeKey) -> int:
+        """The integer id of ``key`` (given out on first use; the walks run on ids)."""
+        found = self._ids.get(key)
+        if found is not None:
+            return found
+        if self._free:
+            found = self._free.pop()
+            self._keys[found] = key
+            self._kind_of[found] = key.kind
+            self._ns_of[found] = key.namespace
+        else:
+            found = len(self._keys)
+            self._keys.append(key)
+            self._kind_of.append(key.kind)
+            self._ns_of.append(key.namespace)
+        self._ids[key] = found
+        return found
+
+    def _release(self, key: NodeKey) -> None:
+        """Free the id of a node that left the graph (its edges are gone)."""
+        found = self._ids.get(key)
+        if found is None or found in self._out_ids or found in self._in_ids:
+            return
+        del self._ids[key]
+        self._free.append(found)
 
     def outgoing(self, key: NodeKey) -> Mapping[NodeKey, Edge]:
         """What ``key`` depends on, directly (target → edge)."""
@@ -235,6 +297,12 @@ class DependencyGraph:
             )
         return self._critical_cache
 
+    def critical_ids(self) -> frozenset[int]:
+        """:meth:`critical_keys` as node ids."""
+        if self._critical_ids_cache is None:
+            self._critical_ids_cache = frozenset(self.node_id(k) for k in self.critical_keys())
+        return self._critical_ids_cache
+
     def declared_critical(self, key: NodeKey) -> bool:
         """Whether the node's own annotations say ``precedent.dev/tier: critical``."""
         for store in (self._workloads, self._services, self._ingresses):
@@ -289,6 +357,7 @@ class DependencyGraph:
     def _changed(self) -> None:
         self._generation += 1
         self._critical_cache = None
+        self._critical_ids_cache = None
         self._answers.clear()
 
     # ------------------------------------------------------------------ changes
@@ -373,6 +442,7 @@ class DependencyGraph:
             del self._ingresses[key]
             self._by_name[name].discard(key)
             self._set_edges(key, {})
+            self._release(key)
         elif kind == "ConfigMap" and (namespace, name) in self._configmaps:
             del self._configmaps[(namespace, name)]
             self._relink_workloads(self._cm_readers.get((namespace, name), set()))
@@ -440,6 +510,7 @@ class DependencyGraph:
         self._drop_incoming(key)
         for svc in sorted(services):
             self._link_service(svc, relink_callers=True)
+        self._release(key)
 
     def _unindex_labels(self, workload: Workload) -> None:
         for label in workload.labels.items():
@@ -572,6 +643,7 @@ class DependencyGraph:
         self._relink_workloads(self._callers.get(key, set()))
         for ingress in sorted(self._ingresses_of.get(key, ())):
             self._link_ingress(ingress)
+        self._release(key)
 
     def _link_service(self, key: NodeKey, *, relink_callers: bool) -> None:
         service = self._services[key]
@@ -716,7 +788,9 @@ class DependencyGraph:
     # ------------------------------------------------------------------ plumbing
 
     def _set_edges(self, source: NodeKey, edges: dict[NodeKey, Edge]) -> None:
-        """Replace every outgoing edge of ``source``."""
+        """Replace every outgoing edge of ``source`` (on keys and on ids, in step)."""
+        sid = self.node_id(source)
+        ids = self._ids
         for target in self._out.get(source, {}):
             if target not in edges:
                 incoming = self._in.get(target)
@@ -724,22 +798,43 @@ class DependencyGraph:
                     incoming.pop(source, None)
                     if not incoming:
                         del self._in[target]
+                tid = ids[target]
+                incoming_ids = self._in_ids.get(tid)
+                if incoming_ids is not None:
+                    incoming_ids.pop(sid, None)
+                    if not incoming_ids:
+                        del self._in_ids[tid]
         if edges:
             self._out[source] = edges
+            out_ids: dict[int, float] = {}
             for target, edge in edges.items():
                 self._in[target][source] = edge
+                tid = self.node_id(target)
+                out_ids[tid] = edge.confidence
+                self._in_ids.setdefault(tid, {})[sid] = edge.confidence
+            self._out_ids[sid] = out_ids
         else:
             self._out.pop(source, None)
+            self._out_ids.pop(sid, None)
 
     def _drop_incoming(self, key: NodeKey) -> None:
         """Remove every edge into ``key`` (its sources are relinked by the caller)."""
+        kid = self._ids.get(key)
         for source in list(self._in.get(key, {})):
             out = self._out.get(source)
             if out is not None:
                 out.pop(key, None)
                 if not out:
                     del self._out[source]
+            sid = self._ids[source]
+            out_ids = self._out_ids.get(sid)
+            if out_ids is not None and kid is not None:
+                out_ids.pop(kid, None)
+                if not out_ids:
+                    del self._out_ids[sid]
         self._in.pop(key, None)
+        if kid is not None:
+            self._in_ids.pop(kid, None)
 
     def _drop_hpa(self, ref: tuple[str, str]) -> None:
         hpa = self._hpas.pop(ref, None)
