@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import compress, repeat
 from typing import Any
 
 from precedent.core.graph.graph import DependencyGraph
@@ -40,6 +41,8 @@ costly one; a smaller answer costs less to recompute than to keep."""
 
 TOP_PATHS = 5
 """How many paths a blast radius lists."""
+
+_DEPENDENT_KINDS = frozenset((*WORKLOAD_KINDS, "Ingress"))
 
 KIND_ALIASES = {
     **dict.fromkeys(("deploy", "deployment", "deployments"), "Deployment"),
@@ -200,7 +203,7 @@ def _walk(
     keys: Sequence[NodeKey],
     start: int,
     limit: int,
-) -> tuple[dict[int, tuple[int, float, int]], bool]:
+) -> tuple[dict[int, tuple[int, float, int]], list[list[int]], bool]:
     # The hot loop of every query: integer ids, plain dicts and locals, no per-edge
     # allocation. Ties between equally strong paths go to the smaller node key (a tuple
     # comparison only on a tie), so the answer does not depend on the ids handed out.
@@ -208,6 +211,7 @@ def _walk(
     result: dict[int, tuple[int, float, int]] = {start: (0, 1.0, start)}
     get = adjacency.get
     frontier = [start]
+    layers: list[list[int]] = []  # the nodes reached at 1, 2, … hops
     depth = 0
     room = limit  # nodes the walk may still add
     while frontier:
@@ -231,7 +235,9 @@ def _walk(
                         # the whole cluster, and reading all of it would cost as much.
                         for reached, c in layer.items():
                             result[reached] = (depth, c, via[reached])
-                        return result, True
+                        if layer:
+                            layers.append(list(layer))
+                        return result, layers, True
                     room -= 1
                     layer[other] = c
                     via[other] = node
@@ -242,7 +248,9 @@ def _walk(
         for other, c in layer.items():
             result[other] = (depth, c, via[other])
         frontier = list(layer)
-    return result, False
+        if frontier:
+            layers.append(frontier)
+    return result, layers, False
 
 
 def blast_radius(
@@ -268,11 +276,18 @@ def blast_radius(
         return remembered
     start = graph.node_id(target)
     keys = graph.keys_by_id
-    up, cut_up = _walk(graph.incoming_ids, keys, start, limit)
-    down, cut_down = _walk(graph.outgoing_ids, keys, start, limit)
+    up, layers, cut_up = _walk(graph.incoming_ids, keys, start, limit)
+    down, _, cut_down = _walk(graph.outgoing_ids, keys, start, limit)
     del up[start], down[start]
     answer = _answer(
-        graph, target, start, up, down, (cut_up, cut_down), detail=detail, dependents=dependents
+        graph,
+        target,
+        start,
+        (up, layers),
+        down,
+        cut_up or cut_down,
+        detail=detail,
+        dependents=dependents,
     )
     if len(up) + len(down) >= REMEMBER_FROM:
         graph.remember(question, answer)
@@ -283,13 +298,14 @@ def _answer(
     graph: DependencyGraph,
     target: NodeKey,
     start: int,
-    up: dict[int, tuple[int, float, int]],
+    upstream: tuple[dict[int, tuple[int, float, int]], list[list[int]]],
     down: dict[int, tuple[int, float, int]],
-    cut: tuple[bool, bool],
+    truncated: bool,
     *,
     detail: bool,
     dependents: int,
 ) -> BlastRadius:
+    up, layers = upstream
     keys = graph.keys_by_id
     critical_ids = graph.critical_ids()
     # A Service is critical through its backends; list it only when its own annotation says
@@ -319,30 +335,27 @@ def _answer(
         namespaces=tuple(sorted(namespaces)),
         critical_upstream=tuple(keys[i] for i in critical_ids_up),
         pdbs=tuple(graph.pdbs_protecting(target)),
-        paths=_paths(graph, target, start, up, set(critical_ids_up), complete=not cut[0]),
-        truncated=cut[0] or cut[1],
+        paths=_paths(graph, target, start, up, layers, set(critical_ids_up)),
+        truncated=truncated,
         upstream=_reached(graph, up) if detail else (),
         downstream=_reached(graph, down) if detail else (),
-        dependents=_dependents(graph, up, dependents) if dependents > 0 else (),
+        dependents=_dependents(graph, layers, dependents) if dependents > 0 else (),
     )
 
 
-def _dependents(
-    graph: DependencyGraph, walk: Mapping[int, tuple[int, float, int]], most: int
-) -> tuple[NodeKey, ...]:
-    # The walk holds its nodes layer by layer (fewest hops first): read whole layers until
-    # ``most`` workloads or Ingresses are found, then order only those by hops and key.
+def _dependents(graph: DependencyGraph, layers: list[list[int]], most: int) -> tuple[NodeKey, ...]:
+    # Whole layers (fewest hops first) until ``most`` workloads or Ingresses are found, then
+    # only those are ordered by hops and key.
     kinds = graph.kinds_by_id
     keys = graph.keys_by_id
-    found: list[tuple[int, NodeKey]] = []
-    for node, (hops, _, _) in walk.items():
-        if len(found) >= most and hops > found[-1][0]:
+    found: list[NodeKey] = []
+    for layer in layers:
+        named = [keys[n] for n in layer if kinds[n] in _DEPENDENT_KINDS]
+        named.sort()
+        found += named
+        if len(found) >= most:
             break
-        kind = kinds[node]
-        if kind in WORKLOAD_KINDS or kind == "Ingress":
-            found.append((hops, keys[node]))
-    found.sort()
-    return tuple(key for _, key in found[:most])
+    return tuple(found[:most])
 
 
 def _reached(
@@ -363,48 +376,48 @@ def _paths(
     target: NodeKey,
     start: int,
     walk: Mapping[int, tuple[int, float, int]],
+    layers: list[list[int]],
     critical: set[int],
-    *,
-    complete: bool,
 ) -> tuple[str, ...]:
     # Rank: entry points (no dependent inside the walk) first, then critical nodes, then the
-    # longest paths, then the key. Only the few best candidates are ever followed, so nodes
-    # are grouped by an integer rank and only the groups reached are ordered by key.
-    incoming = graph.incoming_ids.get
+    # longest paths, then the key. Only the few best candidates are ever followed, so the
+    # candidates are produced group by group in that order, with set operations (C loops,
+    # not a Python loop per reached node), and only the groups reached are ordered by key.
     keys = graph.keys_by_id
     reached = walk.keys()
-    deepest = 1 + max((hops for hops, _, _ in walk.values()), default=0)
-    groups: dict[int, list[int]] = {}
-    for node, (hops, _, _) in walk.items():
-        dependents = incoming(node)
-        if not dependents:
-            entry = True
-        elif complete:
-            # A walk that was not cut reached every dependent of every node it holds: a
-            # node is an entry point exactly when the target is its only dependent.
-            entry = len(dependents) == 1 and start in dependents
-        else:
-            entry = reached.isdisjoint(dependents)
-        rank = ((not entry) * 2 + (node not in critical)) * deepest - hops
-        group = groups.get(rank)
-        if group is None:
-            groups[rank] = [node]
-        else:
-            group.append(node)
+    incoming = graph.incoming_ids.get
     chosen: list[str] = []
     covered: set[int] = set()
     want = TOP_PATHS * 8
-    for rank in sorted(groups):
-        group = groups[rank]
-        # The best few of a group cover TOP_PATHS distinct paths almost always; order the
-        # whole group only when they do not.
-        best = heapq.nsmallest(want, group, key=keys.__getitem__)
-        if _follow(best, walk, start, keys, target.namespace, covered, chosen):
+
+    def follow(candidates: Sequence[int]) -> bool:
+        return _follow(candidates, walk, start, keys, target.namespace, covered, chosen)
+
+    def entries(nodes: Iterable[int]) -> set[int]:
+        # The nodes none of whose dependents were reached (a C loop over their dependents).
+        nodes = list(nodes)
+        return set(compress(nodes, map(reached.isdisjoint, map(incoming, nodes, repeat(())))))
+
+    marked = sorted(critical, key=lambda n: (-walk[n][0], keys[n]))
+    entry_marked = entries(marked)
+    entry_layers = [entries(layer) for layer in layers]
+    for entry in (True, False):
+        if follow([n for n in marked if (n in entry_marked) is entry]):
             break
-        if len(best) < len(group):
-            rest = sorted(set(group).difference(best), key=keys.__getitem__)
-            if _follow(rest, walk, start, keys, target.namespace, covered, chosen):
-                break
+        for layer, entry_layer in zip(reversed(layers), reversed(entry_layers), strict=True):
+            group = set(entry_layer) if entry else set(layer).difference(entry_layer)
+            group.difference_update(critical)
+            if not group:
+                continue
+            # The best few of a group cover TOP_PATHS distinct paths almost always; order the
+            # whole group only when they do not.
+            best = heapq.nsmallest(want, group, key=keys.__getitem__)
+            if follow(best):
+                return tuple(chosen)
+            if len(best) < len(group) and follow(
+                sorted(group.difference(best), key=keys.__getitem__)
+            ):
+                return tuple(chosen)
     return tuple(chosen)
 
 
