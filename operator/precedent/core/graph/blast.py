@@ -223,6 +223,21 @@ def _walk(
             if not edges:
                 continue
             here = conf[node]
+            if not layer:
+                # The layer's first node (a hub's whole first layer): one comprehension in
+                # edge order, no per-edge comparisons; a cut keeps the first ``room``.
+                fresh = {o: c if c < here else here for o, c in edges.items() if o not in conf}
+                if len(fresh) > room:
+                    for other in list(fresh)[:room]:
+                        result[other] = (depth, fresh[other], node)
+                    if room:
+                        layers.append(list(fresh)[:room])
+                    return result, layers, True
+                if fresh:
+                    room -= len(fresh)
+                    layer = fresh
+                    via = dict.fromkeys(fresh, node)
+                continue
             for other, c in edges.items():
                 if other in conf:
                     continue
@@ -350,12 +365,14 @@ def _dependents(graph: DependencyGraph, layers: list[list[int]], most: int) -> t
     keys = graph.keys_by_id
     found: list[NodeKey] = []
     for layer in layers:
-        named = [keys[n] for n in layer if kinds[n] in _DEPENDENT_KINDS]
-        named.sort()
-        found += named
-        if len(found) >= most:
+        named = [n for n in layer if kinds[n] in _DEPENDENT_KINDS]
+        need = most - len(found)
+        if len(named) > need:
+            # A hub's layer can hold thousands: pick the first few by key, do not sort all.
+            found += map(keys.__getitem__, heapq.nsmallest(need, named, key=keys.__getitem__))
             break
-    return tuple(found[:most])
+        found += sorted(map(keys.__getitem__, named))
+    return tuple(found)
 
 
 def _reached(
@@ -400,11 +417,17 @@ def _paths(
 
     marked = sorted(critical, key=lambda n: (-walk[n][0], keys[n]))
     entry_marked = entries(marked)
-    entry_layers = [entries(layer) for layer in layers]
+    # A layer's entry points are worked out when the ranking first reaches that layer: five
+    # paths are usually found in the deepest one.
+    entry_layers: dict[int, set[int]] = {}
     for entry in (True, False):
         if follow([n for n in marked if (n in entry_marked) is entry]):
             break
-        for layer, entry_layer in zip(reversed(layers), reversed(entry_layers), strict=True):
+        for depth in range(len(layers) - 1, -1, -1):
+            layer = layers[depth]
+            entry_layer = entry_layers.get(depth)
+            if entry_layer is None:
+                entry_layer = entry_layers[depth] = entries(layer)
             group = set(entry_layer) if entry else set(layer).difference(entry_layer)
             group.difference_update(critical)
             if not group:
