@@ -13,7 +13,7 @@ import heapq
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import compress, repeat
+from itertools import chain, compress, repeat
 from typing import Any
 
 from precedent.core.graph.graph import DependencyGraph
@@ -305,7 +305,8 @@ def blast_radius(
         dependents=dependents,
     )
     if len(up) + len(down) >= REMEMBER_FROM:
-        graph.remember(question, answer)
+        # Kept until a change touches a node this answer read (see DependencyGraph.remember).
+        graph.remember(question, answer, chain(up, down, (start,)))
     return answer
 
 

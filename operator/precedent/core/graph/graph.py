@@ -137,7 +137,11 @@ class DependencyGraph:
         self._critical_cache: frozenset[NodeKey] | None = None
         # Answers computed from the graph (blast radii of hubs), dropped on every change.
         self._generation = 0
-        self._answers: dict[Hashable, object] = {}
+        self._answers: dict[Hashable, tuple[object, frozenset[int] | None]] = {}
+        # Nodes changed since the answers were last checked, by id (and whether a change
+        # could alter every answer): answers are dropped lazily, at the next query.
+        self._touched: set[int] = set()
+        self._forget_all = False
         # edges, both directions
         self._out: defaultdict[NodeKey, dict[NodeKey, Edge]] = defaultdict(dict)
         self._in: defaultdict[NodeKey, dict[NodeKey, Edge]] = defaultdict(dict)
@@ -340,25 +344,56 @@ class DependencyGraph:
         return self._generation
 
     def remembered(self, key: Hashable) -> object | None:
-        """An answer stored with :meth:`remember` since the last change, or None."""
-        return self._answers.get(key)
+        """An answer stored with :meth:`remember` that no change since could have altered."""
+        if self._touched or self._forget_all:
+            self._settle()
+        kept = self._answers.get(key)
+        return None if kept is None else kept[0]
 
-    def remember(self, key: Hashable, answer: object) -> None:
-        """Keep ``answer`` (computed from the graph as it is) until the graph next changes.
+    def remember(self, key: Hashable, answer: object, reach: Iterable[int] | None = None) -> None:
+        """Keep ``answer`` (computed from the graph as it is) until a change can alter it.
 
-        Any change drops every answer: working out which answers a change can reach would
-        cost a walk per change, and the answers worth keeping (hubs) are few and are
-        recomputed within the query budget.
+        ``reach``: the ids (:meth:`node_id`) of every node the answer read. A change drops
+        the answer only when it touches one of them (a node whose object, edges or incoming
+        edges changed); without ``reach``, any change drops it. A walk reads only the edges
+        of the nodes it reached, so a change elsewhere in a busy cluster keeps a hub's
+        answer, and nothing is walked per change.
         """
+        if self._touched or self._forget_all:
+            self._settle()
         if len(self._answers) >= self.ANSWERS_KEPT:
             del self._answers[next(iter(self._answers))]
-        self._answers[key] = answer
+        self._answers[key] = (answer, None if reach is None else frozenset(reach))
 
-    def _changed(self) -> None:
+    def _changed(self, *, everything: bool = False) -> None:
+        """A change begins; ``everything``: it can alter any answer (a PDB, HPA, hints)."""
         self._generation += 1
         self._critical_cache = None
         self._critical_ids_cache = None
-        self._answers.clear()
+        if everything:
+            self._forget_all = True
+
+    def _touch(self, key: NodeKey) -> None:
+        """Answers that read ``key`` are no longer current (dropped at the next query)."""
+        found = self._ids.get(key)
+        if found is not None:
+            self._touched.add(found)
+
+    def _settle(self) -> None:
+        """Drop the remembered answers the changes since the last query touched."""
+        if self._forget_all:
+            self._answers.clear()
+        else:
+            touched = self._touched
+            stale = [
+                k
+                for k, (_, reach) in self._answers.items()
+                if reach is None or not reach.isdisjoint(touched)
+            ]
+            for k in stale:
+                del self._answers[k]
+        self._touched = set()
+        self._forget_all = False
 
     # ------------------------------------------------------------------ changes
 
@@ -413,14 +448,14 @@ class DependencyGraph:
             pdb = parse_pdb(obj)
             if self._pdbs.get((pdb.namespace, pdb.name)) == pdb:
                 return
-            self._changed()
+            self._changed(everything=True)
             self._pdbs[(pdb.namespace, pdb.name)] = pdb
             self._pdbs_in[pdb.namespace].add(pdb.name)
         elif kind == "HorizontalPodAutoscaler":
             hpa = parse_hpa(obj)
             if self._hpas.get((hpa.namespace, hpa.name)) == hpa:
                 return
-            self._changed()
+            self._changed(everything=True)
             self._drop_hpa((hpa.namespace, hpa.name))
             self._hpas[(hpa.namespace, hpa.name)] = hpa
             self._hpa_for[hpa.target].add((hpa.namespace, hpa.name))
@@ -433,7 +468,8 @@ class DependencyGraph:
     def delete(self, kind: str, namespace: str, name: str) -> None:
         """Forget one object; unknown objects are ignored."""
         key = NodeKey(kind, namespace, name)
-        self._changed()
+        # A PDB or HPA is not a node: which answers it reaches is not tracked.
+        self._changed(everything=kind in ("PodDisruptionBudget", "HorizontalPodAutoscaler"))
         if kind in WORKLOAD_KINDS and key in self._workloads:
             self._delete_workload(key)
         elif kind == "Service" and key in self._services:
@@ -458,7 +494,7 @@ class DependencyGraph:
 
     def set_hints(self, hints: Iterable[TopologyHint]) -> None:
         """Replace the fleet-memory topology hints (edges between nodes found by name)."""
-        self._changed()
+        self._changed(everything=True)
         old_sources = {h.source for h in self._hints.values()}
         self._hints = {(h.source, h.target): h for h in hints}
         self._hints_to = defaultdict(set)
@@ -791,7 +827,10 @@ class DependencyGraph:
         """Replace every outgoing edge of ``source`` (on keys and on ids, in step)."""
         sid = self.node_id(source)
         ids = self._ids
+        touched = self._touched
+        touched.add(sid)
         for target in self._out.get(source, {}):
+            touched.add(ids[target])
             if target not in edges:
                 incoming = self._in.get(target)
                 if incoming is not None:
@@ -810,6 +849,7 @@ class DependencyGraph:
             for target, edge in edges.items():
                 self._in[target][source] = edge
                 tid = self.node_id(target)
+                touched.add(tid)
                 out_ids[tid] = edge.confidence
                 self._in_ids.setdefault(tid, {})[sid] = edge.confidence
             self._out_ids[sid] = out_ids
@@ -820,7 +860,9 @@ class DependencyGraph:
     def _drop_incoming(self, key: NodeKey) -> None:
         """Remove every edge into ``key`` (its sources are relinked by the caller)."""
         kid = self._ids.get(key)
+        self._touch(key)
         for source in list(self._in.get(key, {})):
+            self._touch(source)
             out = self._out.get(source)
             if out is not None:
                 out.pop(key, None)
