@@ -13,7 +13,7 @@ import heapq
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import chain, compress, repeat
+from itertools import chain, compress, filterfalse, islice, repeat
 from typing import Any
 
 from precedent.core.graph.graph import DependencyGraph
@@ -224,19 +224,25 @@ def _walk(
                 continue
             here = conf[node]
             if not layer:
-                # The layer's first node (a hub's whole first layer): one comprehension in
-                # edge order, no per-edge comparisons; a cut keeps the first ``room``.
-                fresh = {o: c if c < here else here for o, c in edges.items() if o not in conf}
-                if len(fresh) > room:
-                    for other in list(fresh)[:room]:
-                        result[other] = (depth, fresh[other], node)
-                    if room:
-                        layers.append(list(fresh)[:room])
+                # The layer's first node (a hub's whole first layer): its new neighbours in
+                # edge order by C-level iteration, stopping one past the room left (a hub's
+                # Service can have every workload as a caller); a cut keeps the first ones.
+                fresh = list(islice(filterfalse(conf.__contains__, edges), room + 1))
+                cut = len(fresh) > room
+                if cut:
+                    del fresh[room:]
+                values: Iterable[float] = map(edges.__getitem__, fresh)
+                if here < 1.0:
+                    values = map(min, values, repeat(here))
+                layer = dict(zip(fresh, values, strict=True))
+                via = dict.fromkeys(fresh, node)
+                room -= len(fresh)
+                if cut:
+                    for other, c in layer.items():
+                        result[other] = (depth, c, node)
+                    if fresh:
+                        layers.append(fresh)
                     return result, layers, True
-                if fresh:
-                    room -= len(fresh)
-                    layer = fresh
-                    via = dict.fromkeys(fresh, node)
                 continue
             for other, c in edges.items():
                 if other in conf:
@@ -402,7 +408,8 @@ def _paths(
     # candidates are produced group by group in that order, with set operations (C loops,
     # not a Python loop per reached node), and only the groups reached are ordered by key.
     keys = graph.keys_by_id
-    reached = walk.keys()
+    # A set: set.isdisjoint(dict) is a C loop over the dict; a dict view's is generic.
+    reached = set(walk)
     incoming = graph.incoming_ids.get
     chosen: list[str] = []
     covered: set[int] = set()
