@@ -72,6 +72,7 @@ _TYPE_ORDER = (
     NodeType.GATEWAY,
     NodeType.COMPUTE,
 )
+
 _DATA_TYPES = frozenset({NodeType.DATABASE, NodeType.CACHE, NodeType.QUEUE, NodeType.STORAGE})
 
 
@@ -376,7 +377,7 @@ class DependencyGraph:
     def _touch(self, key: NodeKey) -> None:
         """Answers that read ``key`` are no longer current (dropped at the next query)."""
         found = self._ids.get(key)
-        if found is not None:
+        if found is not None and self._answers:
             self._touched.add(found)
 
     def _settle(self) -> None:
@@ -827,7 +828,8 @@ class DependencyGraph:
         """Replace every outgoing edge of ``source`` (on keys and on ids, in step)."""
         sid = self.node_id(source)
         ids = self._ids
-        touched = self._touched
+        # Touched nodes only matter while an answer is remembered (a restart records none).
+        touched = self._touched if self._answers else set()
         touched.add(sid)
         for target in self._out.get(source, {}):
             touched.add(ids[target])
