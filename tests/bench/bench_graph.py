@@ -12,9 +12,9 @@ so a few targets have most of the cluster upstream. About 40,000 reference edges
 Prints: the full build (what a restart costs: every object applied once), the memory the
 graph holds per workload (tracemalloc, the manifests themselves excluded), blast-radius query
 p50/p99 over random targets (the operator's own call, ``BlastRadiusService.report``, and the
-bare query with and without per-node detail) and over the platform hubs with nothing remembered (the cost
-right after any change), the hubs again once remembered, and one workload re-applied unchanged
-(a status update) and changed (a new image).
+bare query with and without per-node detail) and over the platform hubs with nothing
+remembered (the cost right after any change), the hubs again once remembered, and one
+workload re-applied unchanged (a status update) and changed (a new image).
 """
 
 from __future__ import annotations
