@@ -35,9 +35,9 @@ is a hub most of the cluster depends on, any threshold on the count is crossed, 
 would cost the size of the cluster."""
 
 REMEMBER_FROM = 200
-"""A blast radius reaching at least this many nodes is kept until the graph next changes
-(:meth:`DependencyGraph.remember`): a hub is asked about again and again, and its answer is the
-costly one; a smaller answer costs less to recompute than to keep."""
+"""A blast radius reaching at least this many nodes is kept until a change touches a node it
+read (:meth:`DependencyGraph.remember`): a hub is asked about again and again, and its answer is
+the costly one; a smaller answer costs less to recompute than to keep."""
 
 TOP_PATHS = 5
 """How many paths a blast radius lists."""
