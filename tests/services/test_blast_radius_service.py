@@ -168,3 +168,50 @@ def test_a_kind_outside_the_graph_is_not_matched_by_name() -> None:
     for kind in ("deploy", "deployment", "Deployment", "deployments"):
         assert service.report(Target(kind=kind, name="payment-api"))[0].in_graph, kind
     assert service.report(Target(kind="svc", name="ledger", namespace="shop"))[0].in_graph
+
+
+def _caller(name: str, calls: str) -> list[dict[str, Any]]:
+    """A Deployment calling ``calls`` by URL, and its own Service."""
+    return [
+        {
+            "kind": "Deployment",
+            "metadata": {"name": name, "namespace": "shop", "resourceVersion": "1"},
+            "spec": {
+                "template": {
+                    "metadata": {"labels": {"app": name}},
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "main",
+                                "image": "example/app:1",
+                                "env": [{"name": "DEP_URL", "value": f"http://{calls}:8080"}],
+                            }
+                        ]
+                    },
+                }
+            },
+        },
+        {
+            "kind": "Service",
+            "metadata": {"name": name, "namespace": "shop", "resourceVersion": "1"},
+            "spec": {"selector": {"app": name}},
+        },
+    ]
+
+
+def test_the_report_lists_the_nearest_dependents_of_many_by_hops_then_name() -> None:
+    service = loaded()
+    # 15 direct callers of payment-api's Service, each called by one more: 30 more dependents
+    for i in range(15):
+        for obj in _caller(f"near-{i:02}", "payment-api") + _caller(f"far-{i:02}", f"near-{i:02}"):
+            service.observe(obj["kind"], None, obj)
+    status, _ = service.report(PAYMENT)
+    detailed = service.radius(PAYMENT)
+    assert detailed is not None
+    everyone = [
+        r.key.short("shop") for r in detailed.upstream if r.key.kind in ("Deployment", "Ingress")
+    ]
+    assert len(everyone) > 20
+    assert status.upstream_workloads == everyone[:20]
+    assert status.upstream_workloads[:2] == ["deploy/checkout", "deploy/near-00"]
+    assert status.upstream_count == detailed.upstream_count

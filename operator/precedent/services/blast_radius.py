@@ -169,11 +169,14 @@ class BlastRadiusService:
 
     # -- answering ---------------------------------------------------------------------------------
 
-    def radius(self, target: Target) -> BlastRadius | None:
+    def radius(
+        self, target: Target, *, detail: bool = True, dependents: int = 0
+    ) -> BlastRadius | None:
         """The target's blast radius, or None when the graph does not hold it.
 
         Only a kind the graph has nodes of (or kubectl's name for one) is looked up: a Node, a
         Pod or an ARM resource that happens to share a workload's name is not that workload.
+        ``detail`` and ``dependents`` are passed to :func:`blast_radius`.
         """
         if _node_kind(target.kind) is None:
             return None
@@ -183,14 +186,18 @@ class BlastRadiusService:
             )
             if key is None:
                 return None
-            return blast_radius(self.graph, key, limit=self.limit)
+            return blast_radius(
+                self.graph, key, limit=self.limit, detail=detail, dependents=dependents
+            )
 
     def report(
         self, target: Target, hints: TopologyHints | None = None
     ) -> tuple[BlastRadiusStatus, BlastImpact | None]:
         """The status part for ``target`` and what the policy weighs (None: not in the graph)."""
         hint_lines = _hints_for(target.name, hints)
-        radius = self.radius(target)
+        # Only what the status shows: counts, critical nodes, paths and the nearest LISTED
+        # dependents' names, not every reached node's detail (a hub reaches thousands).
+        radius = self.radius(target, detail=False, dependents=LISTED)
         if radius is None:
             where = f" in namespace {target.namespace}" if target.namespace else ""
             summary = (
@@ -200,11 +207,7 @@ class BlastRadiusService:
             )
             return BlastRadiusStatus(in_graph=False, summary=summary, hints=hint_lines), None
         ns = radius.target.namespace
-        dependents = [
-            r.key.short(ns)
-            for r in radius.upstream
-            if r.key.kind in WORKLOAD_KINDS or r.key.kind == "Ingress"
-        ]
+        dependents = [k.short(ns) for k in radius.dependents]
         critical = [k.short(ns) for k in radius.critical_upstream]
         status = BlastRadiusStatus(
             in_graph=True,

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from operator import itemgetter
+from itertools import chain, compress, filterfalse, islice, repeat
 from typing import Any
 
 from precedent.core.graph.graph import DependencyGraph
-from precedent.core.graph.model import WORKLOAD_KINDS, Edge, NodeKey, NodeType
+from precedent.core.graph.model import WORKLOAD_KINDS, NodeKey, NodeType
 
 __all__ = [
     "DEFAULT_LIMIT",
@@ -35,15 +35,14 @@ is a hub most of the cluster depends on, any threshold on the count is crossed, 
 would cost the size of the cluster."""
 
 REMEMBER_FROM = 200
-"""A blast radius reaching at least this many nodes is kept until the graph next changes
-(:meth:`DependencyGraph.remember`): a hub is asked about again and again, and its answer is the
-costly one; a smaller answer costs less to recompute than to keep."""
-
-_KIND = itemgetter(0)
-_NAMESPACE = itemgetter(1)
+"""A blast radius reaching at least this many nodes is kept until a change touches a node it
+read (:meth:`DependencyGraph.remember`): a hub is asked about again and again, and its answer is
+the costly one; a smaller answer costs less to recompute than to keep."""
 
 TOP_PATHS = 5
 """How many paths a blast radius lists."""
+
+_DEPENDENT_KINDS = frozenset((*WORKLOAD_KINDS, "Ingress"))
 
 KIND_ALIASES = {
     **dict.fromkeys(("deploy", "deployment", "deployments"), "Deployment"),
@@ -101,6 +100,9 @@ class BlastRadius:
     """Who depends on it, by hops then key (filled when asked for ``detail``)."""
     downstream: tuple[Reached, ...] = ()
     """What it depends on, by hops then key (filled when asked for ``detail``)."""
+    dependents: tuple[NodeKey, ...] = ()
+    """The nearest workloads and Ingresses upstream, by hops then key, as many as asked for
+    (``blast_radius(..., dependents=n)``): the names a status lists, without ``detail``."""
 
     @property
     def summary(self) -> str:
@@ -197,28 +199,54 @@ def resolve_target(
 
 
 def _walk(
-    adjacency: Mapping[NodeKey, Mapping[NodeKey, Edge]], start: NodeKey, limit: int
-) -> tuple[dict[NodeKey, tuple[int, float, NodeKey]], bool]:
-    # The hot loop of every query: plain dicts and locals, no per-edge allocation.
-    conf: dict[NodeKey, float] = {start: 1.0}
-    result: dict[NodeKey, tuple[int, float, NodeKey]] = {start: (0, 1.0, start)}
+    adjacency: Mapping[int, Mapping[int, float]],
+    keys: Sequence[NodeKey],
+    start: int,
+    limit: int,
+) -> tuple[dict[int, tuple[int, float, int]], list[list[int]], bool]:
+    # The hot loop of every query: integer ids, plain dicts and locals, no per-edge
+    # allocation. Ties between equally strong paths go to the smaller node key (a tuple
+    # comparison only on a tie), so the answer does not depend on the ids handed out.
+    conf: dict[int, float] = {start: 1.0}
+    result: dict[int, tuple[int, float, int]] = {start: (0, 1.0, start)}
     get = adjacency.get
     frontier = [start]
+    layers: list[list[int]] = []  # the nodes reached at 1, 2, … hops
     depth = 0
     room = limit  # nodes the walk may still add
     while frontier:
         depth += 1
-        layer: dict[NodeKey, float] = {}
-        via: dict[NodeKey, NodeKey] = {}
+        layer: dict[int, float] = {}
+        via: dict[int, int] = {}
         for node in frontier:
             edges = get(node)
             if not edges:
                 continue
             here = conf[node]
-            for other, edge in edges.items():
+            if not layer:
+                # The layer's first node (a hub's whole first layer): its new neighbours in
+                # edge order by C-level iteration, stopping one past the room left (a hub's
+                # Service can have every workload as a caller); a cut keeps the first ones.
+                fresh = list(islice(filterfalse(conf.__contains__, edges), room + 1))
+                cut = len(fresh) > room
+                if cut:
+                    del fresh[room:]
+                values: Iterable[float] = map(edges.__getitem__, fresh)
+                if here < 1.0:
+                    values = map(min, values, repeat(here))
+                layer = dict(zip(fresh, values, strict=True))
+                via = dict.fromkeys(fresh, node)
+                room -= len(fresh)
+                if cut:
+                    for other, c in layer.items():
+                        result[other] = (depth, c, node)
+                    if fresh:
+                        layers.append(fresh)
+                    return result, layers, True
+                continue
+            for other, c in edges.items():
                 if other in conf:
                     continue
-                c = edge.confidence
                 if here < c:
                     c = here
                 seen = layer.get(other)
@@ -228,18 +256,22 @@ def _walk(
                         # the whole cluster, and reading all of it would cost as much.
                         for reached, c in layer.items():
                             result[reached] = (depth, c, via[reached])
-                        return result, True
+                        if layer:
+                            layers.append(list(layer))
+                        return result, layers, True
                     room -= 1
                     layer[other] = c
                     via[other] = node
-                elif c > seen or (c == seen and node < via[other]):
+                elif c > seen or (c == seen and keys[node] < keys[via[other]]):
                     layer[other] = c
                     via[other] = node
         conf.update(layer)
         for other, c in layer.items():
             result[other] = (depth, c, via[other])
         frontier = list(layer)
-    return result, False
+        if frontier:
+            layers.append(frontier)
+    return result, layers, False
 
 
 def blast_radius(
@@ -248,80 +280,117 @@ def blast_radius(
     *,
     limit: int = DEFAULT_LIMIT,
     detail: bool = True,
+    dependents: int = 0,
 ) -> BlastRadius:
     """Upstream and downstream of ``target`` (which must be in the graph).
 
     ``detail=False`` leaves out the per-node lists (types, confidences): counts, critical
     nodes, namespaces, PDBs and paths are what a status needs, and are cheaper.
+    ``dependents`` fills :attr:`BlastRadius.dependents` with up to that many of the nearest
+    workloads and Ingresses upstream (the names a status lists) without the per-node lists.
     """
     if target not in graph:
         raise KeyError(target)
-    remembered = graph.remembered((blast_radius, target, limit, detail))
+    question = (blast_radius, target, limit, detail, dependents)
+    remembered = graph.remembered(question)
     if isinstance(remembered, BlastRadius):
         return remembered
-    up, cut_up = _walk(graph.incoming_map, target, limit)
-    down, cut_down = _walk(graph.outgoing_map, target, limit)
-    del up[target], down[target]
-    answer = _answer(graph, target, up, down, cut_up or cut_down, detail=detail)
+    start = graph.node_id(target)
+    keys = graph.keys_by_id
+    up, layers, cut_up = _walk(graph.incoming_ids, keys, start, limit)
+    down, _, cut_down = _walk(graph.outgoing_ids, keys, start, limit)
+    del up[start], down[start]
+    answer = _answer(
+        graph,
+        target,
+        start,
+        (up, layers),
+        down,
+        cut_up or cut_down,
+        detail=detail,
+        dependents=dependents,
+    )
     if len(up) + len(down) >= REMEMBER_FROM:
-        graph.remember((blast_radius, target, limit, detail), answer)
+        # Kept until a change touches a node this answer read (see DependencyGraph.remember).
+        graph.remember(question, answer, chain(up, down, (start,)))
     return answer
 
 
 def _answer(
     graph: DependencyGraph,
     target: NodeKey,
-    up: dict[NodeKey, tuple[int, float, NodeKey]],
-    down: dict[NodeKey, tuple[int, float, NodeKey]],
+    start: int,
+    upstream: tuple[dict[int, tuple[int, float, int]], list[list[int]]],
+    down: dict[int, tuple[int, float, int]],
     truncated: bool,
     *,
     detail: bool,
+    dependents: int,
 ) -> BlastRadius:
-
-    critical_keys = graph.critical_keys()
+    up, layers = upstream
+    keys = graph.keys_by_id
+    critical_ids = graph.critical_ids()
     # A Service is critical through its backends; list it only when its own annotation says
     # so and no critical backend of it is listed already (and the target's own Service is
     # not "critical upstream" because the target is critical: it is not annotated).
-    if len(critical_keys) < len(up):
-        listed = {k for k in critical_keys if k in up}
+    if len(critical_ids) < len(up):
+        listed = {i for i in critical_ids if i in up}
     else:
-        listed = {k for k in up if k in critical_keys}
-    critical = sorted(
-        (
-            k
-            for k in listed
-            if k.kind != "Service" or not any(t in listed for t in graph.outgoing(k))
-        ),
-        key=lambda k: (up[k][0], k),
-    )
+        listed = {i for i in up if i in critical_ids}
+    outgoing = graph.outgoing_ids
+    critical_ids_up = [
+        i for i in listed if keys[i].kind != "Service" or listed.isdisjoint(outgoing.get(i, ()))
+    ]
+    critical_ids_up.sort(key=lambda i: (up[i][0], keys[i]))
     # Counted and collected by C-level iteration: these loops run once per reached node.
     kinds: dict[str, int] = {}
-    for kind, n in Counter(map(_KIND, up)).items():
+    for kind, n in Counter(map(graph.kinds_by_id.__getitem__, up)).items():
         label = "workload" if kind in WORKLOAD_KINDS else kind.lower()
         kinds[label] = kinds.get(label, 0) + n
-    namespaces = {target.namespace, *map(_NAMESPACE, up), *map(_NAMESPACE, down)}
+    ns_of = graph.namespaces_by_id.__getitem__
+    namespaces = {target.namespace, *map(ns_of, up), *map(ns_of, down)}
     return BlastRadius(
         target=target,
         upstream_count=len(up),
         downstream_count=len(down),
         upstream_by_kind=tuple(sorted(kinds.items())),
         namespaces=tuple(sorted(namespaces)),
-        critical_upstream=tuple(critical),
+        critical_upstream=tuple(keys[i] for i in critical_ids_up),
         pdbs=tuple(graph.pdbs_protecting(target)),
-        paths=_paths(graph, target, up, set(critical)),
+        paths=_paths(graph, target, start, up, layers, set(critical_ids_up)),
         truncated=truncated,
         upstream=_reached(graph, up) if detail else (),
         downstream=_reached(graph, down) if detail else (),
+        dependents=_dependents(graph, layers, dependents) if dependents > 0 else (),
     )
 
 
+def _dependents(graph: DependencyGraph, layers: list[list[int]], most: int) -> tuple[NodeKey, ...]:
+    # Whole layers (fewest hops first) until ``most`` workloads or Ingresses are found, then
+    # only those are ordered by hops and key.
+    kinds = graph.kinds_by_id
+    keys = graph.keys_by_id
+    found: list[NodeKey] = []
+    for layer in layers:
+        named = [n for n in layer if kinds[n] in _DEPENDENT_KINDS]
+        need = most - len(found)
+        if len(named) > need:
+            # A hub's layer can hold thousands: pick the first few by key, do not sort all.
+            found += map(keys.__getitem__, heapq.nsmallest(need, named, key=keys.__getitem__))
+            break
+        found += sorted(map(keys.__getitem__, named))
+    return tuple(found)
+
+
 def _reached(
-    graph: DependencyGraph, walk: Mapping[NodeKey, tuple[int, float, NodeKey]]
+    graph: DependencyGraph, walk: Mapping[int, tuple[int, float, int]]
 ) -> tuple[Reached, ...]:
+    keys = graph.keys_by_id
     out = []
-    for key, (hops, conf, via) in walk.items():
+    for node, (hops, conf, via) in walk.items():
+        key = keys[node]
         info = graph.info(key)
-        out.append(Reached(key, hops, conf, via, info.type, info.critical))
+        out.append(Reached(key, hops, conf, keys[via], info.type, info.critical))
     out.sort(key=lambda r: (r.hops, r.key))
     return tuple(out)
 
@@ -329,38 +398,78 @@ def _reached(
 def _paths(
     graph: DependencyGraph,
     target: NodeKey,
-    walk: Mapping[NodeKey, tuple[int, float, NodeKey]],
-    critical: set[NodeKey],
+    start: int,
+    walk: Mapping[int, tuple[int, float, int]],
+    layers: list[list[int]],
+    critical: set[int],
 ) -> tuple[str, ...]:
     # Rank: entry points (no dependent inside the walk) first, then critical nodes, then the
-    # longest paths, then the key. Built in one loop over the walk (no call per node): on a
-    # hub this runs once per reached node.
-    incoming = graph.incoming_map.get
-    reached = walk.keys()
-    ranked = []
-    for key, (hops, _, _) in walk.items():
-        dependents = incoming(key)
-        entry = not dependents or reached.isdisjoint(dependents)
-        ranked.append((not entry, key not in critical, -hops, key))
+    # longest paths, then the key. Only the few best candidates are ever followed, so the
+    # candidates are produced group by group in that order, with set operations (C loops,
+    # not a Python loop per reached node), and only the groups reached are ordered by key.
+    keys = graph.keys_by_id
+    # A set: set.isdisjoint(dict) is a C loop over the dict; a dict view's is generic.
+    reached = set(walk)
+    incoming = graph.incoming_ids.get
     chosen: list[str] = []
-    covered: set[NodeKey] = set()
+    covered: set[int] = set()
+    want = TOP_PATHS * 8
 
-    def follow(candidates: Iterable[tuple[bool, bool, int, NodeKey]]) -> bool:
-        for *_, key in candidates:
-            if key in covered:
+    def follow(candidates: Sequence[int]) -> bool:
+        return _follow(candidates, walk, start, keys, target.namespace, covered, chosen)
+
+    def entries(nodes: Iterable[int]) -> set[int]:
+        # The nodes none of whose dependents were reached (a C loop over their dependents).
+        nodes = list(nodes)
+        return set(compress(nodes, map(reached.isdisjoint, map(incoming, nodes, repeat(())))))
+
+    marked = sorted(critical, key=lambda n: (-walk[n][0], keys[n]))
+    entry_marked = entries(marked)
+    # A layer's entry points are worked out when the ranking first reaches that layer: five
+    # paths are usually found in the deepest one.
+    entry_layers: dict[int, set[int]] = {}
+    for entry in (True, False):
+        if follow([n for n in marked if (n in entry_marked) is entry]):
+            break
+        for depth in range(len(layers) - 1, -1, -1):
+            layer = layers[depth]
+            entry_layer = entry_layers.get(depth)
+            if entry_layer is None:
+                entry_layer = entry_layers[depth] = entries(layer)
+            group = set(entry_layer) if entry else set(layer).difference(entry_layer)
+            group.difference_update(critical)
+            if not group:
                 continue
-            chain = [key]
-            while chain[-1] != target:
-                chain.append(walk[chain[-1]][2])
-            covered.update(chain)
-            chosen.append(" → ".join(k.short(target.namespace) for k in chain))
-            if len(chosen) == TOP_PATHS:
-                return True
-        return False
-
-    # The best few candidates cover TOP_PATHS distinct paths almost always; sort all only
-    # when they do not.
-    best = heapq.nsmallest(TOP_PATHS * 8, ranked)
-    if not follow(best) and len(best) < len(ranked):
-        follow(sorted(ranked)[len(best) :])
+            # The best few of a group cover TOP_PATHS distinct paths almost always; order the
+            # whole group only when they do not.
+            best = heapq.nsmallest(want, group, key=keys.__getitem__)
+            if follow(best):
+                return tuple(chosen)
+            if len(best) < len(group) and follow(
+                sorted(group.difference(best), key=keys.__getitem__)
+            ):
+                return tuple(chosen)
     return tuple(chosen)
+
+
+def _follow(
+    candidates: Sequence[int],
+    walk: Mapping[int, tuple[int, float, int]],
+    start: int,
+    keys: Sequence[NodeKey],
+    namespace: str,
+    covered: set[int],
+    chosen: list[str],
+) -> bool:
+    """Add the path of each candidate not on a path already; True once TOP_PATHS are chosen."""
+    for node in candidates:
+        if node in covered:
+            continue
+        chain = [node]
+        while chain[-1] != start:
+            chain.append(walk[chain[-1]][2])
+        covered.update(chain)
+        chosen.append(" → ".join(keys[n].short(namespace) for n in chain))
+        if len(chosen) == TOP_PATHS:
+            return True
+    return False

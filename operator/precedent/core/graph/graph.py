@@ -17,7 +17,7 @@ measures it per workload.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Hashable, Iterable, Iterator, Mapping
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,6 +72,7 @@ _TYPE_ORDER = (
     NodeType.GATEWAY,
     NodeType.COMPUTE,
 )
+
 _DATA_TYPES = frozenset({NodeType.DATABASE, NodeType.CACHE, NodeType.QUEUE, NodeType.STORAGE})
 
 
@@ -137,10 +138,25 @@ class DependencyGraph:
         self._critical_cache: frozenset[NodeKey] | None = None
         # Answers computed from the graph (blast radii of hubs), dropped on every change.
         self._generation = 0
-        self._answers: dict[Hashable, object] = {}
+        self._answers: dict[Hashable, tuple[object, frozenset[int] | None]] = {}
+        # Nodes changed since the answers were last checked, by id (and whether a change
+        # could alter every answer): answers are dropped lazily, at the next query.
+        self._touched: set[int] = set()
+        self._forget_all = False
         # edges, both directions
         self._out: defaultdict[NodeKey, dict[NodeKey, Edge]] = defaultdict(dict)
         self._in: defaultdict[NodeKey, dict[NodeKey, Edge]] = defaultdict(dict)
+        # The same edges on integer node ids, confidence only, kept in step with ``_out`` and
+        # ``_in`` (same insertion order): a walk hashes an int per visit instead of a
+        # three-string tuple. Ids are handed out to nodes with edges and reused once free.
+        self._ids: dict[NodeKey, int] = {}
+        self._keys: list[NodeKey] = []
+        self._kind_of: list[str] = []
+        self._ns_of: list[str] = []
+        self._free: list[int] = []
+        self._out_ids: dict[int, dict[int, float]] = {}
+        self._in_ids: dict[int, dict[int, float]] = {}
+        self._critical_ids_cache: frozenset[int] | None = None
 
     # ------------------------------------------------------------------ reading the graph
 
@@ -178,6 +194,57 @@ class DependencyGraph:
     def incoming_map(self) -> Mapping[NodeKey, Mapping[NodeKey, Edge]]:
         """Every node's incoming edges (read-only view for walks)."""
         return self._in
+
+    @property
+    def outgoing_ids(self) -> Mapping[int, Mapping[int, float]]:
+        """Every node's outgoing edges on node ids (:meth:`node_id`): target id → confidence."""
+        return self._out_ids
+
+    @property
+    def incoming_ids(self) -> Mapping[int, Mapping[int, float]]:
+        """Every node's incoming edges on node ids: source id → confidence."""
+        return self._in_ids
+
+    @property
+    def keys_by_id(self) -> Sequence[NodeKey]:
+        """Node id → key (an id is only meaningful while the graph is unchanged)."""
+        return self._keys
+
+    @property
+    def kinds_by_id(self) -> Sequence[str]:
+        """Node id → kind."""
+        return self._kind_of
+
+    @property
+    def namespaces_by_id(self) -> Sequence[str]:
+        """Node id → namespace."""
+        return self._ns_of
+
+    def node_id(self, key: NodeKey) -> int:
+        """The integer id of ``key`` (given out on first use; the walks run on ids)."""
+        found = self._ids.get(key)
+        if found is not None:
+            return found
+        if self._free:
+            found = self._free.pop()
+            self._keys[found] = key
+            self._kind_of[found] = key.kind
+            self._ns_of[found] = key.namespace
+        else:
+            found = len(self._keys)
+            self._keys.append(key)
+            self._kind_of.append(key.kind)
+            self._ns_of.append(key.namespace)
+        self._ids[key] = found
+        return found
+
+    def _release(self, key: NodeKey) -> None:
+        """Free the id of a node that left the graph (its edges are gone)."""
+        found = self._ids.get(key)
+        if found is None or found in self._out_ids or found in self._in_ids:
+            return
+        del self._ids[key]
+        self._free.append(found)
 
     def outgoing(self, key: NodeKey) -> Mapping[NodeKey, Edge]:
         """What ``key`` depends on, directly (target → edge)."""
@@ -235,6 +302,12 @@ class DependencyGraph:
             )
         return self._critical_cache
 
+    def critical_ids(self) -> frozenset[int]:
+        """:meth:`critical_keys` as node ids."""
+        if self._critical_ids_cache is None:
+            self._critical_ids_cache = frozenset(self.node_id(k) for k in self.critical_keys())
+        return self._critical_ids_cache
+
     def declared_critical(self, key: NodeKey) -> bool:
         """Whether the node's own annotations say ``precedent.dev/tier: critical``."""
         for store in (self._workloads, self._services, self._ingresses):
@@ -272,24 +345,56 @@ class DependencyGraph:
         return self._generation
 
     def remembered(self, key: Hashable) -> object | None:
-        """An answer stored with :meth:`remember` since the last change, or None."""
-        return self._answers.get(key)
+        """An answer stored with :meth:`remember` that no change since could have altered."""
+        if self._touched or self._forget_all:
+            self._settle()
+        kept = self._answers.get(key)
+        return None if kept is None else kept[0]
 
-    def remember(self, key: Hashable, answer: object) -> None:
-        """Keep ``answer`` (computed from the graph as it is) until the graph next changes.
+    def remember(self, key: Hashable, answer: object, reach: Iterable[int] | None = None) -> None:
+        """Keep ``answer`` (computed from the graph as it is) until a change can alter it.
 
-        Any change drops every answer: working out which answers a change can reach would
-        cost a walk per change, and the answers worth keeping (hubs) are few and are
-        recomputed within the query budget.
+        ``reach``: the ids (:meth:`node_id`) of every node the answer read. A change drops
+        the answer only when it touches one of them (a node whose object, edges or incoming
+        edges changed); without ``reach``, any change drops it. A walk reads only the edges
+        of the nodes it reached, so a change elsewhere in a busy cluster keeps a hub's
+        answer, and nothing is walked per change.
         """
+        if self._touched or self._forget_all:
+            self._settle()
         if len(self._answers) >= self.ANSWERS_KEPT:
             del self._answers[next(iter(self._answers))]
-        self._answers[key] = answer
+        self._answers[key] = (answer, None if reach is None else frozenset(reach))
 
-    def _changed(self) -> None:
+    def _changed(self, *, everything: bool = False) -> None:
+        """A change begins; ``everything``: it can alter any answer (a PDB, HPA, hints)."""
         self._generation += 1
         self._critical_cache = None
-        self._answers.clear()
+        self._critical_ids_cache = None
+        if everything:
+            self._forget_all = True
+
+    def _touch(self, key: NodeKey) -> None:
+        """Answers that read ``key`` are no longer current (dropped at the next query)."""
+        found = self._ids.get(key)
+        if found is not None and self._answers:
+            self._touched.add(found)
+
+    def _settle(self) -> None:
+        """Drop the remembered answers the changes since the last query touched."""
+        if self._forget_all:
+            self._answers.clear()
+        else:
+            touched = self._touched
+            stale = [
+                k
+                for k, (_, reach) in self._answers.items()
+                if reach is None or not reach.isdisjoint(touched)
+            ]
+            for k in stale:
+                del self._answers[k]
+        self._touched = set()
+        self._forget_all = False
 
     # ------------------------------------------------------------------ changes
 
@@ -344,14 +449,14 @@ class DependencyGraph:
             pdb = parse_pdb(obj)
             if self._pdbs.get((pdb.namespace, pdb.name)) == pdb:
                 return
-            self._changed()
+            self._changed(everything=True)
             self._pdbs[(pdb.namespace, pdb.name)] = pdb
             self._pdbs_in[pdb.namespace].add(pdb.name)
         elif kind == "HorizontalPodAutoscaler":
             hpa = parse_hpa(obj)
             if self._hpas.get((hpa.namespace, hpa.name)) == hpa:
                 return
-            self._changed()
+            self._changed(everything=True)
             self._drop_hpa((hpa.namespace, hpa.name))
             self._hpas[(hpa.namespace, hpa.name)] = hpa
             self._hpa_for[hpa.target].add((hpa.namespace, hpa.name))
@@ -364,7 +469,8 @@ class DependencyGraph:
     def delete(self, kind: str, namespace: str, name: str) -> None:
         """Forget one object; unknown objects are ignored."""
         key = NodeKey(kind, namespace, name)
-        self._changed()
+        # A PDB or HPA is not a node: which answers it reaches is not tracked.
+        self._changed(everything=kind in ("PodDisruptionBudget", "HorizontalPodAutoscaler"))
         if kind in WORKLOAD_KINDS and key in self._workloads:
             self._delete_workload(key)
         elif kind == "Service" and key in self._services:
@@ -373,6 +479,7 @@ class DependencyGraph:
             del self._ingresses[key]
             self._by_name[name].discard(key)
             self._set_edges(key, {})
+            self._release(key)
         elif kind == "ConfigMap" and (namespace, name) in self._configmaps:
             del self._configmaps[(namespace, name)]
             self._relink_workloads(self._cm_readers.get((namespace, name), set()))
@@ -388,7 +495,7 @@ class DependencyGraph:
 
     def set_hints(self, hints: Iterable[TopologyHint]) -> None:
         """Replace the fleet-memory topology hints (edges between nodes found by name)."""
-        self._changed()
+        self._changed(everything=True)
         old_sources = {h.source for h in self._hints.values()}
         self._hints = {(h.source, h.target): h for h in hints}
         self._hints_to = defaultdict(set)
@@ -440,6 +547,7 @@ class DependencyGraph:
         self._drop_incoming(key)
         for svc in sorted(services):
             self._link_service(svc, relink_callers=True)
+        self._release(key)
 
     def _unindex_labels(self, workload: Workload) -> None:
         for label in workload.labels.items():
@@ -572,6 +680,7 @@ class DependencyGraph:
         self._relink_workloads(self._callers.get(key, set()))
         for ingress in sorted(self._ingresses_of.get(key, ())):
             self._link_ingress(ingress)
+        self._release(key)
 
     def _link_service(self, key: NodeKey, *, relink_callers: bool) -> None:
         service = self._services[key]
@@ -716,30 +825,60 @@ class DependencyGraph:
     # ------------------------------------------------------------------ plumbing
 
     def _set_edges(self, source: NodeKey, edges: dict[NodeKey, Edge]) -> None:
-        """Replace every outgoing edge of ``source``."""
+        """Replace every outgoing edge of ``source`` (on keys and on ids, in step)."""
+        sid = self.node_id(source)
+        ids = self._ids
+        # Touched nodes only matter while an answer is remembered (a restart records none).
+        touched = self._touched if self._answers else set()
+        touched.add(sid)
         for target in self._out.get(source, {}):
+            touched.add(ids[target])
             if target not in edges:
                 incoming = self._in.get(target)
                 if incoming is not None:
                     incoming.pop(source, None)
                     if not incoming:
                         del self._in[target]
+                tid = ids[target]
+                incoming_ids = self._in_ids.get(tid)
+                if incoming_ids is not None:
+                    incoming_ids.pop(sid, None)
+                    if not incoming_ids:
+                        del self._in_ids[tid]
         if edges:
             self._out[source] = edges
+            out_ids: dict[int, float] = {}
             for target, edge in edges.items():
                 self._in[target][source] = edge
+                tid = self.node_id(target)
+                touched.add(tid)
+                out_ids[tid] = edge.confidence
+                self._in_ids.setdefault(tid, {})[sid] = edge.confidence
+            self._out_ids[sid] = out_ids
         else:
             self._out.pop(source, None)
+            self._out_ids.pop(sid, None)
 
     def _drop_incoming(self, key: NodeKey) -> None:
         """Remove every edge into ``key`` (its sources are relinked by the caller)."""
+        kid = self._ids.get(key)
+        self._touch(key)
         for source in list(self._in.get(key, {})):
+            self._touch(source)
             out = self._out.get(source)
             if out is not None:
                 out.pop(key, None)
                 if not out:
                     del self._out[source]
+            sid = self._ids[source]
+            out_ids = self._out_ids.get(sid)
+            if out_ids is not None and kid is not None:
+                out_ids.pop(kid, None)
+                if not out_ids:
+                    del self._out_ids[sid]
         self._in.pop(key, None)
+        if kid is not None:
+            self._in_ids.pop(kid, None)
 
     def _drop_hpa(self, ref: tuple[str, str]) -> None:
         hpa = self._hpas.pop(ref, None)
