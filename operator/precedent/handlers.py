@@ -87,8 +87,8 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     memo.service = service
     memo.config = config
     # What the watch applied, compared with a full list now and then (see resync below).
-    memo.incident_mirror = ObjectMirror("incidents")
-    memo.playbook_mirror = ObjectMirror("playbooks")
+    memo.incident_mirror = ObjectMirror[str]("incidents")
+    memo.playbook_mirror = ObjectMirror[str]("playbooks")
     configure_logging(config.log_format)
     memo.recorder = DecisionRecorder(service)
     if service.signer.ephemeral:
@@ -181,7 +181,7 @@ def index_incident(
 ) -> dict[str, str]:
     """Keep the in-memory history in step with Incident objects."""
     service: AssessmentService = memo.service
-    mirror: ObjectMirror = memo.incident_mirror
+    mirror: ObjectMirror[str] = memo.incident_mirror
     created = str(meta.get("creationTimestamp") or "")
     try:
         incident = mirror.apply(
@@ -230,7 +230,7 @@ def incident_status(
 @kopf.on.event(*INCIDENTS, id="incident-deleted", when=lambda type, **_: type == "DELETED")
 def incident_deleted(name: str, memo: kopf.Memo, **_: Any) -> None:
     """Drop a deleted Incident from the history."""
-    mirror: ObjectMirror = memo.incident_mirror
+    mirror: ObjectMirror[str] = memo.incident_mirror
     mirror.remove(name, lambda: memo.service.remove_incident(name))
 
 
@@ -239,7 +239,7 @@ def index_playbook(
     name: str, spec: kopf.Spec, meta: kopf.Meta, memo: kopf.Memo, logger: kopf.Logger, **_: Any
 ) -> dict[str, str]:
     """Keep the in-memory catalog in step with Playbook objects."""
-    mirror: ObjectMirror = memo.playbook_mirror
+    mirror: ObjectMirror[str] = memo.playbook_mirror
     try:
         version = mirror.apply(
             name, str(meta.get("resourceVersion", "")), lambda: _upsert_playbook(memo, name, spec)
@@ -297,7 +297,7 @@ def playbook_status(
 @kopf.on.event(*PLAYBOOKS, id="playbook-deleted", when=lambda type, **_: type == "DELETED")
 def playbook_deleted(name: str, memo: kopf.Memo, **_: Any) -> None:
     """Drop a deleted Playbook from the catalog."""
-    mirror: ObjectMirror = memo.playbook_mirror
+    mirror: ObjectMirror[str] = memo.playbook_mirror
     mirror.remove(name, lambda: _remove_playbook(memo, name))
 
 

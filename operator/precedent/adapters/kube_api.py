@@ -163,23 +163,9 @@ class KubeApi:
         _raise_for(response, f"patch RemediationRequest {namespace}/{name} status")
 
     async def list_cluster_objects(self, plural: str, *, page: int = 500) -> list[dict[str, Any]]:
-        """Every object of a cluster-scoped Precedent resource (``incidents``, ``playbooks``),
-        read in pages of ``page``."""
-        path = f"{API_PREFIX}/{plural}"
-        items: list[dict[str, Any]] = []
-        token = ""
-        while True:
-            params = {"limit": str(page), **({"continue": token} if token else {})}
-            try:
-                response = await self._client.get(path, params=params)
-            except httpx.HTTPError as exc:
-                raise DependencyError(f"API server unreachable (GET {path}): {exc}") from exc
-            _raise_for(response, f"list {plural}")
-            body = response.json()
-            items.extend(dict(item) for item in body.get("items") or [])
-            token = str((body.get("metadata") or {}).get("continue") or "")
-            if not token:
-                return items
+        """Every object of a Precedent resource (``incidents``, ``playbooks``; requests in all
+        namespaces), read in pages of ``page``."""
+        return await self.list_objects(API_PREFIX, plural, page=page)
 
     async def aclose(self) -> None:
         """Close the pooled connections."""

@@ -23,7 +23,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from precedent.core.graph import (
@@ -38,6 +37,7 @@ from precedent.core.graph import (
 )
 from precedent.core.policy import BlastImpact
 from precedent.models import BlastRadiusStatus, Target, TopologyHints
+from precedent.services.mirror import ObjectMirror, ResyncPlan
 
 __all__ = ["BlastRadiusService", "ObjectRef", "ResyncResult", "reasoning"]
 
@@ -53,18 +53,8 @@ ObjectRef = tuple[str, str, str]
 """(kind, namespace, name) of an object the graph holds."""
 
 
-@dataclass(frozen=True, slots=True)
-class ResyncResult:
-    """What a full list of one kind changed in the graph."""
-
-    applied: tuple[ObjectRef, ...]
-    """Objects taken from the list: unknown here, or another version."""
-    removed: tuple[ObjectRef, ...]
-    """Objects the graph held that the list no longer has."""
-
-    def __bool__(self) -> bool:
-        """Whether the list changed anything."""
-        return bool(self.applied or self.removed)
+ResyncResult = ResyncPlan[ObjectRef]
+"""What a full list of one kind changed in the graph (keys are :data:`ObjectRef`)."""
 
 
 def _ref(kind: str, obj: Mapping[str, Any]) -> tuple[ObjectRef, str]:
@@ -88,9 +78,9 @@ class BlastRadiusService:
         self.namespaces = frozenset(namespaces)
         self.limit = limit
         self._lock = threading.Lock()
-        self._seq = 0
-        self._held: dict[ObjectRef, tuple[str, int]] = {}  # → (resourceVersion, seq)
-        self._gone: dict[ObjectRef, int] = {}  # → seq of its deletion
+        # The history's bookkeeping (which version the watch applied, and when), under the
+        # lock the queries take: one mirror for every kind, a list resynced one kind at a time.
+        self._mirror = ObjectMirror[ObjectRef]("graph", lock=self._lock)
 
     # -- following the cluster -------------------------------------------------------------------
 
@@ -109,16 +99,10 @@ class BlastRadiusService:
         ref, version = _ref(kind, obj)
         if not self.follows(ref[1]):
             return
-        with self._lock:
-            self._seq += 1
-            if event_type == "DELETED":
-                self.graph.delete(*ref)
-                self._held.pop(ref, None)
-                self._gone[ref] = self._seq
-                return
-            self._apply(ref, obj)
-            self._held[ref] = (version, self._seq)
-            self._gone.pop(ref, None)
+        if event_type == "DELETED":
+            self._mirror.remove(ref, lambda: self.graph.delete(*ref))
+        else:
+            self._mirror.apply(ref, version, lambda: self._apply(ref, obj))
 
     def _apply(self, ref: ObjectRef, obj: Mapping[str, Any]) -> None:
         body = obj if obj.get("kind") == ref[0] else {**obj, "kind": ref[0]}
@@ -130,42 +114,26 @@ class BlastRadiusService:
 
     def mark(self) -> int:
         """Taken just before a list is requested: what the watch does after it is newer."""
-        with self._lock:
-            return self._seq
+        return self._mirror.mark()
 
     def resync(self, kind: str, listed: Sequence[Mapping[str, Any]], mark: int) -> ResyncResult:
         """Make the graph's objects of ``kind`` equal a full list requested after :meth:`mark`."""
-        applied: list[ObjectRef] = []
-        removed: list[ObjectRef] = []
-        with self._lock:
-            seen: set[ObjectRef] = set()
-            for obj in listed:
-                ref, version = _ref(kind, obj)
-                if not self.follows(ref[1]):
-                    continue
-                seen.add(ref)
-                held = self._held.get(ref)
-                if held is not None and (held[1] > mark or held[0] == version):
-                    continue  # the same version, or the watch brought a newer one meanwhile
-                gone = self._gone.get(ref)
-                if held is None and gone is not None and gone > mark:
-                    continue  # deleted after the list was answered
-                self._seq += 1
-                self._apply(ref, obj)
-                self._held[ref] = (version, self._seq)
-                applied.append(ref)
-            for ref, (_, seq) in list(self._held.items()):
-                if ref[0] == kind and ref not in seen and seq <= mark:
-                    self.graph.delete(*ref)
-                    del self._held[ref]
-                    removed.append(ref)
-            self._gone = {r: s for r, s in self._gone.items() if s > mark or r[0] != kind}
-        return ResyncResult(tuple(sorted(applied)), tuple(sorted(removed)))
+        followed: dict[ObjectRef, Mapping[str, Any]] = {}
+        for obj in listed:
+            ref, _ = _ref(kind, obj)
+            if self.follows(ref[1]):
+                followed[ref] = obj
+        return self._mirror.resync(
+            followed,
+            mark,
+            upsert=lambda obj: self._apply(_ref(kind, obj)[0], obj),
+            delete=lambda ref: self.graph.delete(*ref),
+            scope=lambda ref: ref[0] == kind,
+        )
 
     def held(self) -> int:
         """How many objects the graph follows (every kind)."""
-        with self._lock:
-            return len(self._held)
+        return len(self._mirror.names())
 
     # -- answering ---------------------------------------------------------------------------------
 

@@ -22,47 +22,51 @@ import contextlib
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from precedent.errors import InputError
 
 __all__ = ["ObjectMirror", "ResyncPlan"]
 
 T = TypeVar("T")
+K = TypeVar("K", str, tuple[str, str, str])
+"""An object's key: its name, or (kind, namespace, name) when one mirror holds several kinds."""
 
 
 @dataclass(frozen=True, slots=True)
-class ResyncPlan:
+class ResyncPlan(Generic[K]):
     """What a full list changed in memory."""
 
-    applied: tuple[str, ...]
-    """Objects (names) taken from the list: unknown here, or another version."""
-    removed: tuple[str, ...]
+    applied: tuple[K, ...]
+    """Objects (keys) taken from the list: unknown here, or another version."""
+    removed: tuple[K, ...]
     """Objects held here that the list no longer has."""
 
     def __bool__(self) -> bool:
         return bool(self.applied or self.removed)
 
 
-class ObjectMirror:
+class ObjectMirror(Generic[K]):
     """Which version of each object is applied in memory, and when (a sequence number).
 
     Every change to memory goes through here under one lock, so the watch (kopf runs
-    synchronous handlers in threads) and a resync never interleave half-way.
+    synchronous handlers in threads) and a resync never interleave half-way. ``lock`` lets the
+    owner of the memory share it (its queries then never see a change half-made); it is not
+    reentrant, so the ``change`` callbacks must not take it again.
     """
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, *, lock: threading.Lock | None = None) -> None:
         self.kind = kind
-        self._lock = threading.Lock()
+        self._lock = lock or threading.Lock()
         self._seq = 0
-        self._held: dict[str, tuple[str, int]] = {}  # name → (resourceVersion, seq)
-        self._gone: dict[str, int] = {}  # name → seq of its deletion (newer than some list)
+        self._held: dict[K, tuple[str, int]] = {}  # key → (resourceVersion, seq)
+        self._gone: dict[K, int] = {}  # key → seq of its deletion (newer than some list)
 
     def _tick(self) -> int:
         self._seq += 1
         return self._seq
 
-    def apply(self, name: str, resource_version: str, change: Callable[[], T]) -> T:
+    def apply(self, name: K, resource_version: str, change: Callable[[], T]) -> T:
         """Apply version ``resource_version`` of object ``name`` with ``change``.
 
         The object counts as applied even when ``change`` raises (an invalid spec is dropped
@@ -75,7 +79,7 @@ class ObjectMirror:
                 self._held[name] = (resource_version, self._tick())
                 self._gone.pop(name, None)
 
-    def remove(self, name: str, change: Callable[[], object]) -> None:
+    def remove(self, name: K, change: Callable[[], object]) -> None:
         """Object ``name`` was deleted: ``change`` drops it from memory."""
         with self._lock:
             try:
@@ -89,26 +93,29 @@ class ObjectMirror:
         with self._lock:
             return self._seq
 
-    def names(self) -> frozenset[str]:
+    def names(self) -> frozenset[K]:
         """The objects held."""
         with self._lock:
             return frozenset(self._held)
 
     def resync(
         self,
-        listed: Mapping[str, Mapping[str, Any]],
+        listed: Mapping[K, Mapping[str, Any]],
         mark: int,
         *,
         upsert: Callable[[Mapping[str, Any]], object],
-        delete: Callable[[str], object],
-    ) -> ResyncPlan:
-        """Make memory equal a full list (name → object) requested after :meth:`mark`.
+        delete: Callable[[K], object],
+        scope: Callable[[K], bool] | None = None,
+    ) -> ResyncPlan[K]:
+        """Make memory equal a full list (key → object) requested after :meth:`mark`.
 
         ``upsert`` takes an object from the list (InputError: invalid, dropped by it);
-        ``delete`` drops a name.
+        ``delete`` drops a key. ``scope`` says which held keys the list covers (default: all):
+        a list of one kind says nothing about the others a mirror holds.
         """
-        applied: list[str] = []
-        removed: list[str] = []
+        covers = scope or (lambda _: True)
+        applied: list[K] = []
+        removed: list[K] = []
         with self._lock:
             for name, obj in listed.items():
                 version = str((obj.get("metadata") or {}).get("resourceVersion", ""))
@@ -124,10 +131,12 @@ class ObjectMirror:
                 self._held[name] = (version, self._tick())
                 applied.append(name)
             for name, (_, seq) in list(self._held.items()):
-                if name not in listed and seq <= mark:
+                if name not in listed and seq <= mark and covers(name):
                     delete(name)
                     del self._held[name]
                     removed.append(name)
             # Deletions the list already reflects need no tombstone any more.
-            self._gone = {name: seq for name, seq in self._gone.items() if seq > mark}
+            self._gone = {
+                name: seq for name, seq in self._gone.items() if seq > mark or not covers(name)
+            }
         return ResyncPlan(tuple(sorted(applied)), tuple(sorted(removed)))
