@@ -105,9 +105,10 @@ def sandbox_process(workdir: Path, log: Path | None = None) -> Iterator[SandboxP
 
 @contextmanager
 def operator_process(
-    kubeconfig: Path, log: Path, **settings: str
+    kubeconfig: Path, log: Path, *, peering: str | None = None, **settings: str
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """``kopf run -m precedent.handlers`` in its own process, logging to ``log``."""
+    """``kopf run -m precedent.handlers`` in its own process, logging to ``log``: standalone,
+    or a peer of the ``peering`` object (one active operator at a time)."""
     env = {
         **os.environ,
         "KUBECONFIG": str(kubeconfig),
@@ -120,7 +121,7 @@ def operator_process(
     command = [sys.executable, "-m", "kopf", "run", "-m", "precedent.handlers"]
     with log.open("ab") as sink:
         process = subprocess.Popen(
-            [*command, "--all-namespaces", "--standalone"],
+            [*command, "--all-namespaces", f"--peering={peering}" if peering else "--standalone"],
             env=env,
             stdout=sink,
             stderr=subprocess.STDOUT,

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.faults.rig import operator_process
 from tests.helpers import eventually
 from tests.integration.conftest import REPO, Cluster, is_true
 
@@ -39,30 +38,15 @@ def install_peering(cluster: Cluster) -> None:
 
 @contextmanager
 def operator(cluster: Cluster, priority: int, log: Path) -> Iterator[subprocess.Popen[bytes]]:
-    env = {
-        **os.environ,
-        "KUBECONFIG": str(cluster.kubeconfig),
-        "PRECEDENT_PEERING_PRIORITY": str(priority),
-        "PRECEDENT_PEERING_LIFETIME_SECONDS": "4",
-    }
-    command = [sys.executable, "-m", "kopf", "run", "-m", "precedent.handlers"]
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            [*command, "--all-namespaces", "--peering=precedent"],
-            env=env,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-        )
-    try:
+    """An operator process peering as ``precedent`` with ``priority`` (a 4 s peering lifetime)."""
+    with operator_process(
+        cluster.kubeconfig,
+        log,
+        peering="precedent",
+        PRECEDENT_PEERING_PRIORITY=str(priority),
+        PRECEDENT_PEERING_LIFETIME_SECONDS="4",
+    ) as process:
         yield process
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
 
 
 def request(name: str) -> dict[str, Any]:
