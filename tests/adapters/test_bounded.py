@@ -3,15 +3,23 @@ a traceback or unbounded memory — through every loader the product reads input
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
 
 from precedent.adapters.action_registry import load_action_registry
-from precedent.adapters.bounded import LIMITS, InputLimits, parse_json, read_text
+from precedent.adapters.bounded import (
+    LIMITS,
+    InputLimits,
+    parse_json,
+    parse_yaml_documents,
+    read_text,
+)
 from precedent.adapters.evaluation import load_history_jsonl, load_queries_jsonl
 from precedent.adapters.loader import load_incidents, load_playbooks, load_requests
 from precedent.cli import main
@@ -24,6 +32,12 @@ ALIAS_BOMB = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
 )
 
 
+# The project's refusal of a YAML file: "<file>: line N[, column M]: <why>", whichever refuses
+# first, the project's own limits or PyYAML (whose wording is PyYAML's own, not pinned here).
+def _refusal_at_line(name: str, line: int) -> str:
+    return rf"{re.escape(name)}: line {line}(, column \d+)?: \S"
+
+
 def _write(tmp_path: Path, name: str, text: str) -> Path:
     file = tmp_path / name
     file.write_text(text)
@@ -33,9 +47,23 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
 @pytest.mark.parametrize("text", [DEEP_FLOW, DEEP_BLOCK], ids=["flow", "block"])
 def test_deep_yaml_is_refused_before_the_composer_sees_it(tmp_path: Path, text: str) -> None:
     file = _write(tmp_path, "deep.yaml", text)
-    expected = rf"deep\.yaml: line 1: nested deeper than {LIMITS.max_depth} levels"
-    with pytest.raises(LoadError, match=expected):
+    with pytest.raises(LoadError, match=_refusal_at_line("deep.yaml", 1)) as refused:
         load_incidents([file])
+    assert "\n" not in str(refused.value)
+
+
+def test_the_projects_own_depth_limit_holds_below_pyyamls(tmp_path: Path) -> None:
+    # 65 levels: well inside what PyYAML accepts, so the refusal is the project's own limit.
+    depth = LIMITS.max_depth + 1
+    file = _write(tmp_path, "deep.yaml", "[" * depth + "]" * depth)
+    with pytest.raises(LoadError, match=_refusal_at_line("deep.yaml", 1)) as refused:
+        load_incidents([file])
+    assert str(LIMITS.max_depth) in str(refused.value)
+    nested: list[Any] = []
+    for _ in range(LIMITS.max_depth - 1):
+        nested = [nested]
+    shallow = "[" * LIMITS.max_depth + "]" * LIMITS.max_depth
+    assert parse_yaml_documents(shallow, "ok.yaml") == [nested]
 
 
 def test_the_cli_survives_deep_yaml_in_a_real_process(tmp_path: Path) -> None:
@@ -49,9 +77,8 @@ def test_the_cli_survives_deep_yaml_in_a_real_process(tmp_path: Path) -> None:
         timeout=120,
     )
     assert done.returncode == 1, done.stderr
-    assert done.stderr.splitlines() == [
-        f"error: {file}: line 1: nested deeper than {LIMITS.max_depth} levels"
-    ]
+    [line] = done.stderr.splitlines()
+    assert re.match(rf"error: {_refusal_at_line(str(file), 1)}", line), line
 
 
 def test_an_alias_bomb_is_refused_before_it_is_expanded(tmp_path: Path) -> None:
@@ -74,14 +101,16 @@ def test_a_few_small_aliases_are_still_fine(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("value", "reason"),
-    [("9" * 5000, "Exceeds the limit"), ("2025-13-45", "month must be in 1..12")],
+    [("9" * 5000, "big-int"), ("2025-13-45", "bad-date")],
 )
 def test_a_scalar_python_cannot_build_names_the_file(
     tmp_path: Path, value: str, reason: str
 ) -> None:
+    # The reason after the colon is Python's own wording (it varies between releases): not pinned.
     file = _write(tmp_path, "odd.yaml", f"kind: Incident\nspec: {{id: {value}}}\n")
-    with pytest.raises(LoadError, match=rf"odd\.yaml: a value cannot be read: {reason}"):
+    with pytest.raises(LoadError, match=r"odd\.yaml: a value cannot be read: \S") as refused:
         load_incidents([file])
+    assert "\n" not in str(refused.value), reason
 
 
 def test_binary_stdin_is_one_error_line() -> None:
@@ -114,7 +143,7 @@ def test_a_missing_file_is_one_line(tmp_path: Path) -> None:
     [
         ("[" * 100_000 + "]" * 100_000, "nested deeper than"),
         ('{"a": ' * 100 + "1" + "}" * 100, "nested deeper than"),
-        ('{"id": ' + "7" * 5000 + "}", "not valid JSON: Exceeds the limit"),
+        ('{"id": ' + "7" * 5000 + "}", "not valid JSON: "),
         ('{"id": "A", "title": ', "not valid JSON"),
     ],
     ids=["recursion", "depth", "big-int", "truncated"],
@@ -134,7 +163,7 @@ def test_a_long_jsonl_line_is_refused() -> None:
 
 def test_the_action_registry_goes_through_the_same_reader(tmp_path: Path) -> None:
     deep = _write(tmp_path, "registry.yaml", DEEP_FLOW)
-    with pytest.raises(InputError, match=r"registry\.yaml: line 1: nested deeper"):
+    with pytest.raises(InputError, match=_refusal_at_line("registry.yaml", 1)):
         load_action_registry(deep)
     binary = tmp_path / "binary.yaml"
     binary.write_bytes(b"READ_ONLY: [\xc3\x28]\n")

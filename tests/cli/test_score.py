@@ -180,7 +180,6 @@ def test_invalid_setting_names_the_variable() -> None:
     )
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
-    assert proc.stderr.strip() == (
-        "error: invalid configuration: PRECEDENT_MIN_CONFIDENCE: "
-        "Input should be less than or equal to 1"
-    )
+    # One line naming the variable; the reason after it is pydantic's wording, not pinned.
+    [line] = proc.stderr.splitlines()
+    assert line.startswith("error: invalid configuration: PRECEDENT_MIN_CONFIDENCE: "), line

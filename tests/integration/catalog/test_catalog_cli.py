@@ -198,10 +198,9 @@ def test_catalog_serve_refuses_a_url() -> None:
 def test_bad_settings_are_one_line_naming_the_variable() -> None:
     proc = run("catalog", "query", "x", env={"PRECEDENT_MIN_CONFIDENCE": "2"})
     assert proc.returncode == 1
-    assert proc.stderr.strip() == (
-        "error: invalid configuration: PRECEDENT_MIN_CONFIDENCE: "
-        "Input should be less than or equal to 1"
-    )
+    # One line naming the variable; the reason after it is pydantic's wording, not pinned.
+    [line] = proc.stderr.splitlines()
+    assert line.startswith("error: invalid configuration: PRECEDENT_MIN_CONFIDENCE: "), line
     weights = run("catalog", "query", "x", env={"PRECEDENT_CONFIDENCE_WEIGHT_SEMANTIC": "0.9"})
     assert (
         weights.stderr.strip()
