@@ -144,8 +144,10 @@ async def test_an_outage_opens_the_breaker_and_only_sent_queries_count(
         catalog(server.url, metrics, clock, sleep), local_catalog, metrics, clock, deadline=0.1
     ) as s:
         outcomes = [await s.select_query(query(n)) for n in range(20)]
-    # Five queries of one cut attempt each open the breaker; the other 15 send nothing.
-    assert server.faults.hits == 5
+    # Five queries of one cut attempt each open the breaker; the other 15 send nothing. The
+    # client sent five (the error count below); the server may see fewer: an attempt cut at
+    # 0.1 s on a loaded machine can be abandoned before its request reaches the server.
+    assert 1 <= server.faults.hits <= 5
     assert all(o.method == "fallback" and o.decision.selection is not None for o in outcomes)
     assert all("circuit open" in (o.reason or "") for o in outcomes[5:])
     assert sample(metrics, "ai_success_rate_queries_total", status="error") == 5
