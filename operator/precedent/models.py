@@ -42,6 +42,7 @@ __all__ = [
     "RemediationApprovalSpec",
     "RemediationRequestSpec",
     "RemediationRequestStatus",
+    "RequestContext",
     "RequestOutcome",
     "RequestOutcomeResult",
     "RiskAssessment",
@@ -590,6 +591,25 @@ class BlastRadiusStatus(WireModel):
     )
 
 
+class RequestContext(WireModel):
+    """Where the change lands, as the answer used it, and whether that was verified."""
+
+    environment: str = Field(max_length=63, description="The environment the answer used.")
+    source: str = Field(
+        max_length=253,
+        description="Where it came from: namespace label on NS, an environment mapping rule, "
+        "the default environment, or the requester's labels (claimed, unverified).",
+    )
+    verified: bool = Field(description="Whether it came from facts admins control.")
+    cluster: str | None = Field(default=None, max_length=253, description="The cluster used.")
+    claim: str | None = Field(
+        default=None,
+        max_length=512,
+        description="The requester's claim the answer did not use (it was less risky than "
+        "the verified context), e.g. 'claimed dev, verified production from namespace label'.",
+    )
+
+
 class Assessment(WireModel):
     """Everything Precedent says about one request; written into its status."""
 
@@ -608,6 +628,9 @@ class Assessment(WireModel):
     )
     blast_radius: BlastRadiusStatus | None = Field(
         default=None, description="The target's blast radius (None when the graph is off)."
+    )
+    context: RequestContext | None = Field(
+        default=None, description="The environment and cluster the answer used, and their source."
     )
     input_hash: str = Field(description="sha256 of the canonical spec and history snapshot.")
 

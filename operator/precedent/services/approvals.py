@@ -66,6 +66,7 @@ __all__ = [
     "decided_by",
     "judge",
     "lapsed",
+    "no_more_permissive",
     "parse_approval_spec",
     "request_record",
 ]
@@ -329,6 +330,47 @@ def lapsed(assessment: Assessment, approval: ApprovalRecord) -> Assessment:
         }
     )
     return assessment.model_copy(update={"risk": risk, "policy": policy})
+
+
+_STRICTNESS = {Decision.APPROVED: 0, Decision.ESCALATED: 1, Decision.DENIED: 2}
+
+
+def no_more_permissive(assessment: Assessment, prior: Mapping[str, Any] | None) -> Assessment:
+    """A re-assessment (after a restart, a new key, a corrected status) never turns the
+    decision the request had more permissive without a new approval: when ``prior`` (the
+    status it had) decided more strictly, that decision is kept, with a sentence saying so.
+
+    An accepted approval (``policy.approval`` Approved) is the one way to a more permissive
+    decision. A forged prior status can only make the answer stricter, never looser.
+    """
+    policy = assessment.policy
+    if policy is None or (policy.approval and policy.approval.state is not ApprovalState.PENDING):
+        return assessment  # decided by an approval (or audit-only): nothing to hold back
+    risk = (prior or {}).get("risk")
+    before = risk.get("decision") if isinstance(risk, Mapping) else None
+    try:
+        earlier = Decision(str(before)) if before else None
+    except ValueError:
+        return assessment
+    now = assessment.risk.decision
+    if earlier is None or _STRICTNESS[earlier] <= _STRICTNESS[now]:
+        return assessment
+    waiting = earlier is Decision.ESCALATED
+    risk_now = assessment.risk.model_copy(
+        update={
+            "decision": earlier,
+            "reasoning": f"{assessment.risk.reasoning} Kept {earlier} from the earlier answer "
+            f"(assessed again as {now}): a decision becomes more permissive only with a new "
+            "approval.",
+        }
+    )
+    kept = policy.model_copy(
+        update={
+            "approval": PolicyApproval(state=ApprovalState.PENDING) if waiting else None,
+            "approval_required": waiting,
+        }
+    )
+    return assessment.model_copy(update={"risk": risk_now, "policy": kept})
 
 
 def apply_approvals(

@@ -55,6 +55,8 @@ class StatusUpdate:
     event: EventNote | None
     mark: str | None = None
     """The operator's signature over the answer (assessed only): see ``services.integrity``."""
+    notes: tuple[EventNote, ...] = ()
+    """More Events to post (a requester's claim the answer did not use)."""
 
     @classmethod
     def assessed(
@@ -90,7 +92,9 @@ class StatusUpdate:
         status = RemediationRequestStatus(
             observed_generation=generation, conditions=conditions, assessment=assessment
         )
-        return cls("assessed", status, text, event)
+        claim = assessment.context.claim if assessment.context is not None else None
+        notes = (EventNote("Warning", "UnverifiedClaim", claim),) if claim else ()
+        return cls("assessed", status, text, event, notes=notes)
 
     @classmethod
     def invalid(
