@@ -135,6 +135,9 @@ async def configure_outcomes(
     """Outcome handling, with an API client logged in as kopf logs in (it creates Incidents
     and writes Playbook counts, which kopf's own client does not do)."""
 
+    if "service" not in memo:
+        return  # configure failed permanently: kopf stops the operator with its message
+
     async def login() -> ApiConnection:
         return _connection(_login_now(settings, logger))
 
@@ -771,6 +774,8 @@ async def _resync_graph_forever(memo: kopf.Memo, logger: kopf.Logger) -> None:
 @kopf.on.startup(id="graph-resync")
 async def start_graph_resync(memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
     """Start the periodic full list of the graph's kinds (when the graph and it are on)."""
+    if "service" not in memo:
+        return  # configure failed permanently: kopf stops the operator with its message
     if memo.service.blast is not None and memo.config.blast_radius_resync_seconds > 0:
         memo.graph_resync = asyncio.create_task(
             _resync_graph_forever(memo, logger), name="graph-resync"

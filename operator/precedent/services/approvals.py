@@ -113,6 +113,8 @@ class ApprovalRecord:
     """The validated spec; None when it is invalid (``problem`` says why)."""
     problem: str | None = None
     """Why the spec is invalid."""
+    state: str | None = None
+    """status.state as the operator recorded it (Accepted / Ignored), if judged."""
 
     @classmethod
     def from_body(cls, body: Mapping[str, Any]) -> ApprovalRecord:
@@ -131,6 +133,7 @@ class ApprovalRecord:
             generation=int(meta.get("generation") or 1),
             spec=spec,
             problem=problem,
+            state=str((body.get("status") or {}).get("state") or "") or None,
         )
 
 
@@ -382,7 +385,11 @@ def apply_approvals(
     now: datetime,
 ) -> tuple[Assessment, list[tuple[ApprovalRecord, ApprovalVerdict]]]:
     """A fresh assessment with the request's approvals applied in creation order."""
-    ordered = sorted(approvals, key=lambda a: (a.created or now, a.name))
+    # An approval recorded as Ignored stays ignored: a later answer (scores fell, the status
+    # was rewritten, the operator restarted) never makes it apply.
+    ordered = sorted(
+        (a for a in approvals if a.state != "Ignored"), key=lambda a: (a.created or now, a.name)
+    )
     verdicts: list[tuple[ApprovalRecord, ApprovalVerdict]] = []
     for approval in ordered:
         current = RequestRecord(
@@ -483,11 +490,13 @@ class ApprovalService:
         target = ref.get("name") if isinstance(ref, Mapping) else None
         if not target:
             return {}
+        status = body.get("status") or {}
         kept = {
             "metadata": {
                 k: meta.get(k) for k in ("name", "namespace", "creationTimestamp", "generation")
             },
             "spec": dict(spec),
+            "status": {"state": status.get("state")} if isinstance(status, Mapping) else {},
         }
         return {(str(meta.get("namespace", "")), str(target)): kept}
 
