@@ -138,7 +138,8 @@ def score(
         if service.facts is None:
             click.echo(
                 "context: the requests' environment labels are claims (unverified): "
-                "give the cluster's Namespaces and environment mapping with -f"
+                "give the cluster's Namespaces and environment mapping with -f",
+                err=True,
             )
     else:
         docs = [_full(req, a) for req, a in results]

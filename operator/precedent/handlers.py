@@ -29,7 +29,7 @@ from precedent.errors import DependencyError, InputError, PrecedentError
 from precedent.logging_json import configure_logging
 from precedent.models import API_GROUP, PlaybookHistory
 from precedent.services import AssessmentService, OutcomeService
-from precedent.services.approvals import ApprovalService
+from precedent.services.approvals import ApprovalService, parse_approval_spec
 from precedent.services.blast_radius import BlastRadiusService
 from precedent.services.events import EventPoster
 from precedent.services.mirror import ObjectMirror
@@ -151,7 +151,14 @@ async def configure_outcomes(
     try:
         for obj in await api.list_cluster_objects("remediationrequests"):
             meta = obj.get("metadata") or {}
-            memo.outcomes.observe(str(meta.get("uid", "")), obj.get("spec") or {})
+            try:
+                memo.outcomes.observe(str(meta.get("uid", "")), obj.get("spec") or {})
+            except Exception:  # no single object can stop the operator from starting
+                logger.exception(
+                    "outcome of RemediationRequest %s/%s not counted",
+                    meta.get("namespace"),
+                    meta.get("name"),
+                )
     except PrecedentError as exc:  # the API server is away: kopf runs this again
         raise kopf.TemporaryError(f"cannot list RemediationRequests: {exc}", delay=5) from None
     # Approvals read and patch the request they point at through the same client.
@@ -646,9 +653,10 @@ async def approval_expiry(
     """When an accepted approval's expiresAt passes, its request waits again (Expired)."""
     approvals: ApprovalService = memo.approvals
     try:
-        expires = _timestamp(str((body.get("spec") or {}).get("expiresAt") or "")) or None
-    except ValueError:
-        return  # the CRD's date-time format keeps this from happening; nothing to wait for
+        expires = parse_approval_spec(body.get("spec") or {}).expires_at
+    except InputError as exc:  # out of range or malformed: the approval is Ignored for it
+        logger.warning("approval expiry not followed: %s", exc)
+        return
     while not stopped and expires is not None:
         remaining = (expires - datetime.now(UTC)).total_seconds()
         if remaining > 0:

@@ -71,8 +71,23 @@ def _aware_utc(value: datetime) -> datetime:
             "timestamp needs a timezone: write it in RFC 3339 with Z or an offset, "
             "e.g. 2025-01-01T10:00:00Z"
         )
-    return value.astimezone(UTC)
+    try:
+        moment = value.astimezone(UTC)
+    except OverflowError:  # e.g. 0001-01-01T00:00:00+01:00: before the first representable UTC
+        moment = None
+    if moment is None or not EARLIEST <= moment <= LATEST:
+        raise ValueError(
+            f"timestamp out of range: give a time between {EARLIEST:%Y-%m-%d} and "
+            f"{LATEST:%Y-%m-%d} (UTC)"
+        )
+    return moment
 
+
+EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)
+"""The earliest timestamp Precedent accepts (the CRDs' CEL rules say the same)."""
+LATEST = datetime(9000, 1, 1, tzinfo=UTC)
+"""The latest timestamp Precedent accepts: far from the end of the calendar, so arithmetic
+on it never overflows."""
 
 Timestamp = Annotated[datetime, AfterValidator(_aware_utc)]
 """A datetime with an explicit offset (RFC 3339), normalised to UTC; a naive one is refused."""
@@ -709,7 +724,7 @@ class RemediationApprovalSpec(WireModel):
         max_length=32,
         description="Groups the approver claims (admission checks each against the user's).",
     )
-    expires_at: datetime | None = Field(default=None, description="No longer valid after this.")
+    expires_at: Timestamp | None = Field(default=None, description="No longer valid after this.")
 
 
 class ApprovalStatus(WireModel):

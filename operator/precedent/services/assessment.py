@@ -39,6 +39,7 @@ from precedent.core.historical import (
 )
 from precedent.core.normalize import ProposedAction, TargetMismatch, normalize_request
 from precedent.core.playbooks import PlaybookQuery, SuccessPrior, historical_success
+from precedent.core.playbooks.labels import normalize_label_key, normalize_label_value
 from precedent.core.policy import PolicyEngine
 from precedent.core.ports import PlaybookDecision, SemanticNeighbours
 from precedent.core.ranking import RankingWeights, boost_parts
@@ -51,6 +52,7 @@ from precedent.models import (
     EngineInfo,
     Incident,
     Playbook,
+    Recommendation,
     RemediationRequestSpec,
     RequestContext,
     RiskAssessment,
@@ -280,6 +282,16 @@ class AssessmentService:
             )
         except ValueError as exc:  # e.g. a label given twice after normalisation
             raise InputError(f"spec.labels: {exc}") from None
+        for key, value in parsed.labels.items():
+            # One action: a label naming another action than spec.action would have the
+            # selection judge one action while the policy judges another.
+            if normalize_label_key(key) == "action" and normalize_label_value(value) != (
+                parsed.action
+            ):
+                raise InputError(
+                    f"spec.labels.{key}: names action {value!r} but spec.action is "
+                    f"{parsed.action!r}; leave the label out or make it equal spec.action"
+                )
         try:
             action = normalize_request(parsed)
         except TargetMismatch as exc:  # the message names spec.target.resourceId
@@ -510,7 +522,7 @@ class AssessmentService:
                 f"Decision: {verdict.decision}{because}.",
             }
         )
-        playbook = playbook or PlaybookDecision()
+        playbook = self._for_this_action(request, playbook or PlaybookDecision())
         return Assessment(
             risk=risk,
             similar_incidents=result.similar,
@@ -531,6 +543,30 @@ class AssessmentService:
             blast_radius=blast,
             context=context,
             input_hash=self._input_hash(request.spec, history),
+        )
+
+    def _for_this_action(
+        self, request: NormalizedRequest, decision: PlaybookDecision
+    ) -> PlaybookDecision:
+        """A chosen playbook must list the request's action: Approved never hands out a
+        playbook for another (perhaps more dangerous) action than the one the policy judged.
+        Otherwise the answer is manual investigation."""
+        chosen = decision.selection
+        if chosen is None:
+            return decision
+        playbook = self.catalog.get(chosen.id)
+        if playbook is None or request.spec.action in playbook.actions:
+            return decision  # unknown here (a remote catalog's own): its answer stands
+        reason = (
+            f"playbook {chosen.id} was the best match but does not list action "
+            f"{request.spec.action} in its actions ({', '.join(playbook.actions) or 'none'})"
+        )
+        return PlaybookDecision(
+            recommendation=Recommendation(
+                action="manual_investigation",
+                reason=reason[:1024],
+                suggested_actions=[f"review playbook {chosen.id} for {request.spec.action}"],
+            )
         )
 
     @staticmethod
