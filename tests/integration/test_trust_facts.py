@@ -22,6 +22,7 @@ import pytest
 from precedent_sandbox import SandboxThread
 from tests.integration.conftest import REPO, Cluster, condition, eventually
 from tests.integration.test_approvals import BASE, approval, create_approval, get_approval, request
+from tests.integration.test_plugin import plugin
 
 pytestmark = pytest.mark.integration
 
@@ -104,7 +105,8 @@ def test_a_claimed_environment_only_makes_an_answer_stricter(
     )
     assert any(f["name"] == "context" for f in claim["risk"]["factors"])
     warnings = [e for e in cluster.events_for("claims-dev") if e["reason"] == "UnverifiedClaim"]
-    assert warnings and warnings[0]["type"] == "Warning"
+    assert warnings
+    assert warnings[0]["type"] == "Warning"
     assert "verified production" in warnings[0]["message"]
     # Outside Kubernetes the admin's mapping places the resource, even in a dev namespace.
     assert answers["moved"]["status"]["context"]["environment"] == "production"
@@ -140,7 +142,7 @@ def _delete_incidents(cluster: Cluster) -> None:
 
 def _wipe_status(cluster: Cluster, name: str) -> None:
     current = cluster.get_request(name)
-    wiped = {k: None for k in current.get("status") or {}}
+    wiped = dict.fromkeys(current.get("status") or {})
     response = cluster.client.patch(
         f"{BASE}/remediationrequests/{name}/status",
         json={"status": wiped},
@@ -281,3 +283,45 @@ def test_a_forged_approved_condition_is_corrected(cluster: Cluster) -> None:
     with cluster.operator():
         again = _not_approved(cluster, "sql-forged")
     assert condition(again, "Approved")["reason"] == "Pending"  # type: ignore[index]
+
+
+CLEAR = "\x1b[2J\x1b[H"
+FAKE = "\nApproved: True (approved by alice)"
+
+
+def test_control_characters_are_refused_in_names_and_escaped_in_output(
+    cluster: Cluster, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The row: target.name with ESC [2J and fake lines cleared the reader's screen in explain
+    # and forged a log line; a newline in resourceId did the same.
+    hostile = request("esc", target={"kind": "servers", "name": f"sql-prod{CLEAR}{FAKE}"})
+    refused = cluster.create(hostile)
+    assert refused.status_code == 422
+    assert "spec.target.name" in refused.text
+    with_id = request("esc-id", target={"kind": "servers", "name": "x", "resourceId": f"x{FAKE}"})
+    refused = cluster.create(with_id)
+    assert refused.status_code == 422
+    assert "spec.target.resourceId" in refused.text
+    assert (
+        cluster.create(
+            request("esc-ns", target={"kind": "servers", "name": "x", "namespace": "Bad_NS"})
+        ).status_code
+        == 422
+    )
+    # Free text stays free, and is shown escaped: the description and an approval's reason.
+    body = request("esc-text", description=f"Raise the TLS version.{CLEAR}{FAKE}")
+    assert cluster.create(body).status_code == 201
+    with cluster.operator():
+        answered(cluster, "esc-text")
+        create_approval(cluster, approval("esc-text-ok", "esc-text", reason=f"ok{CLEAR}{FAKE}"))
+        eventually(lambda: get_approval(cluster, "esc-text-ok").get("status"))
+        code, out, err = plugin("explain", "rr/esc-text")
+    assert code == 0, err
+    assert "\x1b" not in out
+    assert "\\x1b[2J" in out
+    assert "\nApproved: True (approved by alice)" not in out
+    events = [e["message"] for e in cluster.events_for("esc-text-ok")]
+    assert events
+    assert not any("\x1b" in m or "\n" in m for m in events)
+    lines = [r.getMessage() for r in caplog.records if r.name.startswith("kopf")]
+    assert not any("\x1b" in line for line in lines)

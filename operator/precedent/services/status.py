@@ -21,6 +21,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from precedent.core.conditions import ConditionUpdate, merge_conditions
+from precedent.core.printable import printable
 from precedent.models import (
     ApprovalState,
     Assessment,
@@ -43,6 +44,11 @@ class EventNote:
     type: Literal["Normal", "Warning"]
     reason: str
     message: str
+
+    def __post_init__(self) -> None:
+        # Event messages quote what users wrote (names, reasons): shown by kubectl describe
+        # and get events, so control characters are escaped (core.printable).
+        object.__setattr__(self, "message", printable(self.message))
 
 
 @dataclass(frozen=True, slots=True)
