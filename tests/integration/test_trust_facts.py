@@ -27,6 +27,7 @@ from tests.integration.test_plugin import plugin
 pytestmark = pytest.mark.integration
 
 STATUS = "application/merge-patch+json"
+EDGE = "0001-01-01T00:00:00+01:00"
 
 
 def namespace(cluster: Cluster, name: str, environment: str | None) -> None:
@@ -325,3 +326,24 @@ def test_control_characters_are_refused_in_names_and_escaped_in_output(
     assert not any("\x1b" in m or "\n" in m for m in events)
     lines = [r.getMessage() for r in caplog.records if r.name.startswith("kopf")]
     assert not any("\x1b" in line for line in lines)
+
+
+def test_a_label_cannot_name_another_action_and_dates_stay_in_range(cluster: Cluster) -> None:
+    # The row: collect_diagnostics (READ_ONLY) with labels.action: failover_database was
+    # Approved with the failover playbook: the policy judged one action, the executor got
+    # another's playbook.
+    two = request(
+        "two-actions", action="collect_diagnostics", labels={"action": "failover_database"}
+    )
+    refused = cluster.create(two)
+    assert refused.status_code == 422
+    assert "spec.labels.action must equal spec.action" in refused.text
+    # The row: finishedAt 0001-01-01T00:00:00+01:00 overflowed outside validation.
+    late = request("ancient", outcome={"result": "succeeded", "finishedAt": EDGE})
+    refused = cluster.create(late)
+    assert refused.status_code == 422
+    assert "spec.outcome.finishedAt must be between" in refused.text
+    approval_body = approval("ancient-ok", "x", expiresAt=EDGE)
+    refused = cluster.client.post(f"{BASE}/remediationapprovals", json=approval_body)
+    assert refused.status_code == 422
+    assert "spec.expiresAt must be between" in refused.text
