@@ -26,7 +26,7 @@ from precedent.output import (
     settings_or_fail,
 )
 from precedent.sandbox_process import sandbox_command
-from precedent.wiring import build_service
+from precedent.wiring import build_facts, build_service
 
 __all__ = ["main"]
 
@@ -72,6 +72,23 @@ def main() -> None:
     help="seed: seed 000's formula as written; default: the discriminating model. Default: "
     "$PRECEDENT_RISK_MODEL or default.",
 )
+@click.option(
+    "-f",
+    "--filename",
+    "facts",
+    multiple=True,
+    metavar="PATH",
+    help="The target cluster's facts: Namespace manifests (their precedent.dev/environment "
+    "labels) and EnvironmentMapping documents (files or directories; other kinds are "
+    "skipped). Without it the requests' environment labels are used as claimed, marked "
+    "unverified.",
+)
+@click.option(
+    "--cluster",
+    metavar="NAME",
+    help="The target cluster's name (as PRECEDENT_CLUSTER_NAME in the operator), matched by "
+    "the mapping's cluster rules. Default: $PRECEDENT_CLUSTER_NAME.",
+)
 def score(
     paths: tuple[str, ...],
     history: tuple[str, ...],
@@ -79,9 +96,16 @@ def score(
     mode: str | None,
     catalog: str | None,
     risk_model: str | None,
+    facts: tuple[str, ...],
+    cluster: str | None,
 ) -> None:
-    """Score RemediationRequest documents in PATHS (files, directories, or - for stdin)."""
+    """Score RemediationRequest documents in PATHS (files, directories, or - for stdin).
+
+    Given the cluster's facts (-f), the environment is taken from them as the operator takes
+    it (docs/security.md): a request's labels can only make its answer stricter."""
     settings = settings_or_fail()
+    if cluster is not None:
+        settings = settings.model_copy(update={"cluster_name": cluster})
     if risk_model is not None:
         settings = settings.model_copy(update={"risk_model": risk_model})
     try:
@@ -95,8 +119,15 @@ def score(
             mode=mode,  # type: ignore[arg-type]
             require_history=True,
         )
+        if facts or settings.environment_mapping is not None:
+            service.facts = build_facts(settings, facts)
         assessments = run_async(
-            service, service.assess_many([r.spec for r in requests], now=datetime.now(UTC))
+            service,
+            service.assess_many(
+                [r.spec for r in requests],
+                now=datetime.now(UTC),
+                namespaces=[r.namespace for r in requests],
+            ),
         )
         results = list(zip(requests, assessments, strict=True))
     except PrecedentError as exc:
@@ -104,6 +135,12 @@ def score(
         return
     if output == "table":
         click.echo(_score_table(results))
+        if service.facts is None:
+            click.echo(
+                "context: the requests' environment labels are claims (unverified): "
+                "give the cluster's Namespaces and environment mapping with -f",
+                err=True,
+            )
     else:
         docs = [_full(req, a) for req, a in results]
         if output == "json":

@@ -11,6 +11,7 @@ operator and the sandbox before returning.
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import subprocess
 import sys
@@ -329,6 +330,9 @@ def _start_operator(kubeconfig: Path, log: Path) -> subprocess.Popen[bytes]:
         "PRECEDENT_HISTORY_PATH": "",
         "PRECEDENT_CATALOG": "",
         "PRECEDENT_METRICS_PORT": "0",
+        # The key of the status mark, as the precedent-status-key Secret gives it in a cluster:
+        # enforce mode refuses to start without one. A fresh key per demo run.
+        "PRECEDENT_STATUS_KEY": os.environ.get("PRECEDENT_STATUS_KEY") or secrets.token_hex(32),
     }
     with log.open("wb") as sink:
         return subprocess.Popen(

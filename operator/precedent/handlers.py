@@ -24,16 +24,18 @@ import kopf
 import prometheus_client
 
 from precedent.adapters.kube_api import ApiConnection, KubeApi
+from precedent.core.context import ContextFacts
 from precedent.errors import DependencyError, InputError, PrecedentError
 from precedent.logging_json import configure_logging
 from precedent.models import API_GROUP, PlaybookHistory
 from precedent.services import AssessmentService, OutcomeService
-from precedent.services.approvals import ApprovalService
+from precedent.services.approvals import ApprovalService, parse_approval_spec
 from precedent.services.blast_radius import BlastRadiusService
 from precedent.services.events import EventPoster
 from precedent.services.mirror import ObjectMirror
 from precedent.services.observability import DecisionRecorder, RequestName
 from precedent.services.outcomes import RequestRef
+from precedent.services.status import StatusUpdate
 from precedent.settings import load_settings
 from precedent.wiring import build_approvals, build_outcomes, build_service
 
@@ -65,6 +67,13 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     """Build dependencies once and keep them in ``memo``; store kopf state in status."""
     try:
         config = load_settings()
+        if config.policy_mode == "enforce" and config.status_key is None:
+            # Without a key no answer survives a restart: every request would be assessed
+            # again against today's history, and a forged status could not be told apart.
+            raise InputError(
+                "PRECEDENT_STATUS_KEY is not set: enforce mode needs the key of the status "
+                "mark (the precedent-status-key Secret)"
+            )
         service = build_service(config, follows_cluster=True)
     except PrecedentError as exc:
         raise kopf.PermanentError(f"invalid configuration: {exc}") from None
@@ -93,8 +102,8 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     memo.recorder = DecisionRecorder(service)
     if service.signer.ephemeral:
         logging.getLogger(__name__).warning(
-            "PRECEDENT_STATUS_KEY is not set: statuses are signed with a per-process key, so "
-            "every request is assessed again after a restart"
+            "PRECEDENT_STATUS_KEY is not set (audit-only mode): statuses are signed with a "
+            "per-process key, so every request is assessed again after a restart"
         )
     if config.metrics_port:
         # Its own port, apart from kopf's liveness endpoint; prometheus-client serves a thread.
@@ -126,6 +135,9 @@ async def configure_outcomes(
     """Outcome handling, with an API client logged in as kopf logs in (it creates Incidents
     and writes Playbook counts, which kopf's own client does not do)."""
 
+    if "service" not in memo:
+        return  # configure failed permanently: kopf stops the operator with its message
+
     async def login() -> ApiConnection:
         return _connection(_login_now(settings, logger))
 
@@ -139,7 +151,14 @@ async def configure_outcomes(
     try:
         for obj in await api.list_cluster_objects("remediationrequests"):
             meta = obj.get("metadata") or {}
-            memo.outcomes.observe(str(meta.get("uid", "")), obj.get("spec") or {})
+            try:
+                memo.outcomes.observe(str(meta.get("uid", "")), obj.get("spec") or {})
+            except Exception:  # no single object can stop the operator from starting
+                logger.exception(
+                    "outcome of RemediationRequest %s/%s not counted",
+                    meta.get("namespace"),
+                    meta.get("name"),
+                )
     except PrecedentError as exc:  # the API server is away: kopf runs this again
         raise kopf.TemporaryError(f"cannot list RemediationRequests: {exc}", delay=5) from None
     # Approvals read and patch the request they point at through the same client.
@@ -375,9 +394,33 @@ async def assess_request(
     service: AssessmentService = memo.service
     if service.signer.answered(body):
         return  # answered by this operator: a restart re-lists everything and leaves it alone
+    update = await _answer(body, spec, status, meta, memo, retry, kwargs["approvals"])
+    await _post_event(body, update, memo)
+    patch.status.update(update.patch())
+    if update.outcome == "invalid":
+        raise kopf.PermanentError(update.message)
+    if update.outcome == "waiting":
+        raise kopf.TemporaryError(update.message, delay=DEPENDENCY_RETRY_SECONDS)
+    if update.outcome == "retrying":
+        raise kopf.TemporaryError(update.message, delay=min(2**retry, ERROR_RETRY_MAX_SECONDS))
+    if update.outcome == "failed":
+        raise kopf.PermanentError(update.message)
+    logger.info("%s", update.message)
+
+
+async def _answer(
+    body: kopf.Body,
+    spec: kopf.Spec,
+    status: kopf.Status,
+    meta: kopf.Meta,
+    memo: kopf.Memo,
+    retry: int,
+    approvals: kopf.Index[tuple[str, str], dict[str, Any]],
+) -> StatusUpdate:
+    """The status a request should have now (assessed, with its approvals applied)."""
+    service: AssessmentService = memo.service
     # Approvals already made for it (re-listed after a restart) are applied again. kopf passes
     # each index as a keyword named by its id (see index_approval below).
-    approvals: kopf.Index[tuple[str, str], dict[str, Any]] = kwargs["approvals"]
     approval_service: ApprovalService = memo.approvals
     key = (str(meta.get("namespace")), str(meta.get("name")))
     now = datetime.now(UTC)
@@ -392,34 +435,67 @@ async def assess_request(
         anchor=_timestamp(meta.get("creationTimestamp")),
         attempt=retry + 1,
         approve=approval_service.applier(body, list(approvals.get(key, [])), now),
+        prior=dict(status),
+        namespace=str(meta.get("namespace") or ""),
     )
     recorder: DecisionRecorder = memo.recorder
     name = RequestName(str(meta.get("uid", "")), str(meta.get("namespace")), str(meta.get("name")))
     recorder.reconciled(name, str(spec.get("action", "")), update, time.perf_counter() - started)
-    if update.event is not None:
-        # Posted before the status is written, under a name only this answer produces: a crash
-        # in between re-assesses and re-posts (409: once); a crash after leaves both in place.
-        events: EventPoster = memo.events
-        slots: asyncio.Semaphore = memo.event_slots
-        async with slots:
-            posted = await events.post(body, update.event)
-        if not posted:
-            kopf.event(
-                body,
-                type=update.event.type,
-                reason=update.event.reason,
-                message=update.event.message,
-            )
+    return update
+
+
+async def _post_event(body: kopf.Body, update: StatusUpdate, memo: kopf.Memo) -> None:
+    if update.event is None:
+        return
+    # Posted before the status is written, under a name only this answer produces: a crash
+    # in between re-assesses and re-posts (409: once); a crash after leaves both in place.
+    events: EventPoster = memo.events
+    slots: asyncio.Semaphore = memo.event_slots
+    async with slots:
+        posted = await events.post(body, update.event)
+    if not posted:
+        kopf.event(
+            body,
+            type=update.event.type,
+            reason=update.event.reason,
+            message=update.event.message,
+        )
+    for extra in update.notes:
+        kopf.event(body, type=extra.type, reason=extra.reason, message=extra.message)
+
+
+def _forged(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> bool:
+    # A change while the operator runs (the initial listing is the resume handler's): the
+    # status says Approved but this operator's mark does not vouch for it.
+    service: AssessmentService = memo.service
+    return type is not None and type != "DELETED" and service.signer.forged(body)
+
+
+@kopf.on.event(*REQUESTS, id="forged-approval", when=_forged)
+async def correct_forged_approval(
+    body: kopf.Body,
+    spec: kopf.Spec,
+    status: kopf.Status,
+    meta: kopf.Meta,
+    patch: kopf.Patch,
+    memo: kopf.Memo,
+    logger: kopf.Logger,
+    **kwargs: Any,
+) -> None:
+    """Someone without the operator's key wrote ``Approved`` True: assess again and write the
+    operator's own answer over it (a signed status), with a Warning Event."""
+    logger.warning("the Approved condition was not written by this operator: assessing again")
+    # The prior status may be forged too: it only ever makes the new answer stricter.
+    update = await _answer(body, spec, status, meta, memo, 0, kwargs["approvals"])
+    kopf.event(
+        body,
+        type="Warning",
+        reason="ForgedStatus",
+        message="the Approved condition was written without the operator's mark; "
+        "it was replaced by the operator's answer",
+    )
+    await _post_event(body, update, memo)
     patch.status.update(update.patch())
-    if update.outcome == "invalid":
-        raise kopf.PermanentError(update.message)
-    if update.outcome == "waiting":
-        raise kopf.TemporaryError(update.message, delay=DEPENDENCY_RETRY_SECONDS)
-    if update.outcome == "retrying":
-        raise kopf.TemporaryError(update.message, delay=min(2**retry, ERROR_RETRY_MAX_SECONDS))
-    if update.outcome == "failed":
-        raise kopf.PermanentError(update.message)
-    logger.info("%s", update.message)
 
 
 # -- reported outcomes ------------------------------------------------------------------------
@@ -577,9 +653,10 @@ async def approval_expiry(
     """When an accepted approval's expiresAt passes, its request waits again (Expired)."""
     approvals: ApprovalService = memo.approvals
     try:
-        expires = _timestamp(str((body.get("spec") or {}).get("expiresAt") or "")) or None
-    except ValueError:
-        return  # the CRD's date-time format keeps this from happening; nothing to wait for
+        expires = parse_approval_spec(body.get("spec") or {}).expires_at
+    except InputError as exc:  # out of range or malformed: the approval is Ignored for it
+        logger.warning("approval expiry not followed: %s", exc)
+        return
     while not stopped and expires is not None:
         remaining = (expires - datetime.now(UTC)).total_seconds()
         if remaining > 0:
@@ -604,6 +681,31 @@ async def approval_expiry(
             kopf.event(reference, type=note.type, reason=note.reason, message=note.message)
         logger.info("%s: %s", handled.verdict.reason, handled.verdict.message)
         return
+
+
+# -- where things run ---------------------------------------------------------------------------
+# The environment of a request comes from the label precedent.dev/environment on its target's
+# namespace (core.context). Namespaces come in through an index handler, as Incidents do: kopf
+# runs it for the whole initial listing before any other handler, so no request is answered
+# before the labels are known, and each request reads the labels from memory (no API call).
+
+
+@kopf.index("", "v1", "namespaces", id="namespace-facts")
+def index_namespace(name: str, labels: kopf.Labels, memo: kopf.Memo, **_: Any) -> None:
+    """A Namespace was listed, added or relabelled: remember its environment label."""
+    facts: ContextFacts | None = memo.service.facts
+    if facts is not None:
+        facts.observe_namespace(name, dict(labels))
+
+
+@kopf.on.event(
+    "", "v1", "namespaces", id="namespace-deleted", when=lambda type, **_: type == "DELETED"
+)
+def namespace_deleted(name: str, memo: kopf.Memo, **_: Any) -> None:
+    """A deleted Namespace no longer labels anything."""
+    facts: ContextFacts | None = memo.service.facts
+    if facts is not None:
+        facts.forget_namespace(name)
 
 
 # -- the dependency graph (issue 15) ------------------------------------------------------------
@@ -680,6 +782,8 @@ async def _resync_graph_forever(memo: kopf.Memo, logger: kopf.Logger) -> None:
 @kopf.on.startup(id="graph-resync")
 async def start_graph_resync(memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
     """Start the periodic full list of the graph's kinds (when the graph and it are on)."""
+    if "service" not in memo:
+        return  # configure failed permanently: kopf stops the operator with its message
     if memo.service.blast is not None and memo.config.blast_radius_resync_seconds > 0:
         memo.graph_resync = asyncio.create_task(
             _resync_graph_forever(memo, logger), name="graph-resync"

@@ -15,6 +15,8 @@ import sys
 from datetime import UTC, datetime
 from typing import Any, Literal, TextIO
 
+from precedent.core.printable import printable
+
 __all__ = ["FIELDS_ATTRIBUTE", "JsonFormatter", "configure_logging"]
 
 FIELDS_ATTRIBUTE = "precedent"
@@ -42,6 +44,18 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(body, default=str, separators=(",", ":"))
 
 
+class PrintableFilter(logging.Filter):
+    """Escapes control characters in a record's message (``core.printable``) before a text
+    handler formats it; tracebacks keep their lines."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        safe = printable(message)
+        if safe != message:
+            record.msg, record.args = safe, None
+        return True
+
+
 def configure_logging(fmt: Literal["text", "json"], stream: TextIO | None = None) -> None:
     """Send the ``precedent`` loggers' records to ``stream`` (stderr) as JSON when asked.
 
@@ -53,6 +67,15 @@ def configure_logging(fmt: Literal["text", "json"], stream: TextIO | None = None
         root.removeHandler(handler)
     if fmt != "json":
         root.propagate = True
+        # Text lines: a message quoting a user's field cannot start a forged line of its own.
+        # kopf.objects also posts its WARNING records as Events: filtered on the logger too.
+        targets: list[logging.Filterer] = [
+            *logging.getLogger().handlers,
+            logging.getLogger("kopf.objects"),
+        ]
+        for target in targets:
+            if not any(isinstance(f, PrintableFilter) for f in target.filters):
+                target.addFilter(PrintableFilter())
         return
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.set_name(_HANDLER_NAME)

@@ -42,6 +42,7 @@ __all__ = [
     "RemediationApprovalSpec",
     "RemediationRequestSpec",
     "RemediationRequestStatus",
+    "RequestContext",
     "RequestOutcome",
     "RequestOutcomeResult",
     "RiskAssessment",
@@ -70,8 +71,23 @@ def _aware_utc(value: datetime) -> datetime:
             "timestamp needs a timezone: write it in RFC 3339 with Z or an offset, "
             "e.g. 2025-01-01T10:00:00Z"
         )
-    return value.astimezone(UTC)
+    try:
+        moment = value.astimezone(UTC)
+    except OverflowError:  # e.g. 0001-01-01T00:00:00+01:00: before the first representable UTC
+        moment = None
+    if moment is None or not EARLIEST <= moment <= LATEST:
+        raise ValueError(
+            f"timestamp out of range: give a time between {EARLIEST:%Y-%m-%d} and "
+            f"{LATEST:%Y-%m-%d} (UTC)"
+        )
+    return moment
 
+
+EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)
+"""The earliest timestamp Precedent accepts (the CRDs' CEL rules say the same)."""
+LATEST = datetime(9000, 1, 1, tzinfo=UTC)
+"""The latest timestamp Precedent accepts: far from the end of the calendar, so arithmetic
+on it never overflows."""
 
 Timestamp = Annotated[datetime, AfterValidator(_aware_utc)]
 """A datetime with an explicit offset (RFC 3339), normalised to UTC; a naive one is refused."""
@@ -590,6 +606,25 @@ class BlastRadiusStatus(WireModel):
     )
 
 
+class RequestContext(WireModel):
+    """Where the change lands, as the answer used it, and whether that was verified."""
+
+    environment: str = Field(max_length=63, description="The environment the answer used.")
+    source: str = Field(
+        max_length=253,
+        description="Where it came from: namespace label on NS, an environment mapping rule, "
+        "the default environment, or the requester's labels (claimed, unverified).",
+    )
+    verified: bool = Field(description="Whether it came from facts admins control.")
+    cluster: str | None = Field(default=None, max_length=253, description="The cluster used.")
+    claim: str | None = Field(
+        default=None,
+        max_length=512,
+        description="The requester's claim the answer did not use (it was less risky than "
+        "the verified context), e.g. 'claimed dev, verified production from namespace label'.",
+    )
+
+
 class Assessment(WireModel):
     """Everything Precedent says about one request; written into its status."""
 
@@ -608,6 +643,9 @@ class Assessment(WireModel):
     )
     blast_radius: BlastRadiusStatus | None = Field(
         default=None, description="The target's blast radius (None when the graph is off)."
+    )
+    context: RequestContext | None = Field(
+        default=None, description="The environment and cluster the answer used, and their source."
     )
     input_hash: str = Field(description="sha256 of the canonical spec and history snapshot.")
 
@@ -686,7 +724,7 @@ class RemediationApprovalSpec(WireModel):
         max_length=32,
         description="Groups the approver claims (admission checks each against the user's).",
     )
-    expires_at: datetime | None = Field(default=None, description="No longer valid after this.")
+    expires_at: Timestamp | None = Field(default=None, description="No longer valid after this.")
 
 
 class ApprovalStatus(WireModel):

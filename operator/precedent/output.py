@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 import click
 import yaml
 
+from precedent.core.printable import printable
 from precedent.errors import InputError
 from precedent.settings import Settings, load_settings
 
@@ -37,7 +38,9 @@ HISTORY_HELP = (
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """kubectl-style columns: upper-case headers, left-aligned, three spaces apart."""
+    """kubectl-style columns: upper-case headers, left-aligned, three spaces apart; control
+    characters in a cell are escaped (``core.printable``)."""
+    rows = [[printable(c) for c in row] for row in rows]
     widths = [len(h) for h in headers]
     for row in rows:
         widths = [max(w, len(c)) for w, c in zip(widths, row, strict=True)]

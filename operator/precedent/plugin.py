@@ -21,6 +21,8 @@ import click
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
+from precedent.core.printable import printable_tree
+
 __all__ = ["main"]
 
 GROUP = "precedent.dev"
@@ -142,7 +144,9 @@ def explain(ctx: click.Context, ref: str) -> None:
     session = _session(ctx)
     name = request_name(ref)
     body = session.request(name)
-    click.echo(render(body, session.approvals_for(name)))
+    # Whatever anyone wrote into the request or its approvals is shown, never executed by
+    # the terminal: control characters are escaped before the view is built.
+    click.echo(render(printable_tree(body), printable_tree(session.approvals_for(name))))
 
 
 def render(body: dict[str, Any], approvals: list[dict[str, Any]]) -> str:

@@ -120,6 +120,19 @@ class Settings(BaseSettings):
         description="YAML file mapping READ_ONLY, WRITE and ADMIN to action names (e.g. mounted "
         "from a ConfigMap); unset: the bundled registry. Unlisted actions are ADMIN.",
     )
+    environment_mapping: Path | None = Field(
+        default=None,
+        description="YAML file (kind: EnvironmentMapping, e.g. mounted from a ConfigMap) of "
+        "rules mapping targets outside Kubernetes (resourceId, name, namespace or cluster "
+        "patterns) to an environment; see docs/security.md. Unset: no rules.",
+    )
+    default_environment: str = Field(
+        default="production",
+        min_length=1,
+        max_length=63,
+        description="The environment of a target no namespace label and no mapping rule "
+        "places (unknown is treated as the riskiest).",
+    )
     peering_priority: int | None = Field(
         default=None,
         ge=0,

@@ -17,10 +17,12 @@ from pydantic import SecretStr
 from precedent.adapters.action_registry import load_action_registry
 from precedent.adapters.catalog_http import HttpPlaybookCatalog
 from precedent.adapters.catalog_local import LocalPlaybookCatalog
+from precedent.adapters.context_facts import load_facts, load_mapping
 from precedent.adapters.evaluation import load_history_jsonl
 from precedent.adapters.faiss_index import FaissIncidentIndex
 from precedent.adapters.loader import load_incidents, load_playbooks
 from precedent.adapters.vector_neighbours import VectorNeighbours
+from precedent.core.context import ContextFacts
 from precedent.core.embedding import LexicalEmbedder, TfidfEmbedder
 from precedent.core.historical import SimilarityMode
 from precedent.core.policy import BlastLimits, PolicyEngine
@@ -277,7 +279,7 @@ def build_service(
     selector, local = build_selector(settings, shared, location=catalog)
     source = settings.catalog_source(catalog)
     selects = follows_cluster or source.url is not None or source.path is not None
-    return AssessmentService(
+    service = AssessmentService(
         HistoryStore(base),
         neighbours=None if chosen == "rules" else build_neighbours(settings, shared),
         selector=selector if selects else None,
@@ -305,6 +307,21 @@ def build_service(
         ),
         memory=build_memory(settings, shared),
         blast=build_blast_radius(settings) if follows_cluster else None,
+    )
+    if follows_cluster:  # Namespaces come from the operator's watch
+        service.facts = build_facts(settings)
+    return service
+
+
+def build_facts(settings: Settings, paths: Sequence[str | Path] = ()) -> ContextFacts:
+    """Where things run: the environment mapping and default from the settings, the
+    cluster's name, and Namespaces (from ``paths``; the operator's watch adds them)."""
+    rules = load_mapping(settings.environment_mapping) if settings.environment_mapping else []
+    return load_facts(
+        paths,
+        default=settings.default_environment.strip().lower(),
+        cluster=settings.cluster_name,
+        rules=rules,
     )
 
 

@@ -30,6 +30,7 @@ def test_a_taken_metrics_port_stops_the_operator_with_one_message(tmp_path: Path
             "PRECEDENT_CATALOG": "",
             "PRECEDENT_METRICS_PORT": str(port),
             "PRECEDENT_METRICS_HOST": "127.0.0.1",
+            "PRECEDENT_STATUS_KEY": "startup-test-key",
         }
         command = [sys.executable, "-m", "kopf", "run", "-m", "precedent.handlers"]
         # Before the fix kopf retried the startup handler every 60 s: this would time out.

@@ -66,6 +66,7 @@ __all__ = [
     "decided_by",
     "judge",
     "lapsed",
+    "no_more_permissive",
     "parse_approval_spec",
     "request_record",
 ]
@@ -112,6 +113,8 @@ class ApprovalRecord:
     """The validated spec; None when it is invalid (``problem`` says why)."""
     problem: str | None = None
     """Why the spec is invalid."""
+    state: str | None = None
+    """status.state as the operator recorded it (Accepted / Ignored), if judged."""
 
     @classmethod
     def from_body(cls, body: Mapping[str, Any]) -> ApprovalRecord:
@@ -130,6 +133,7 @@ class ApprovalRecord:
             generation=int(meta.get("generation") or 1),
             spec=spec,
             problem=problem,
+            state=str((body.get("status") or {}).get("state") or "") or None,
         )
 
 
@@ -331,6 +335,47 @@ def lapsed(assessment: Assessment, approval: ApprovalRecord) -> Assessment:
     return assessment.model_copy(update={"risk": risk, "policy": policy})
 
 
+_STRICTNESS = {Decision.APPROVED: 0, Decision.ESCALATED: 1, Decision.DENIED: 2}
+
+
+def no_more_permissive(assessment: Assessment, prior: Mapping[str, Any] | None) -> Assessment:
+    """A re-assessment (after a restart, a new key, a corrected status) never turns the
+    decision the request had more permissive without a new approval: when ``prior`` (the
+    status it had) decided more strictly, that decision is kept, with a sentence saying so.
+
+    An accepted approval (``policy.approval`` Approved) is the one way to a more permissive
+    decision. A forged prior status can only make the answer stricter, never looser.
+    """
+    policy = assessment.policy
+    if policy is None or (policy.approval and policy.approval.state is not ApprovalState.PENDING):
+        return assessment  # decided by an approval (or audit-only): nothing to hold back
+    risk = (prior or {}).get("risk")
+    before = risk.get("decision") if isinstance(risk, Mapping) else None
+    try:
+        earlier = Decision(str(before)) if before else None
+    except ValueError:
+        return assessment
+    now = assessment.risk.decision
+    if earlier is None or _STRICTNESS[earlier] <= _STRICTNESS[now]:
+        return assessment
+    waiting = earlier is Decision.ESCALATED
+    risk_now = assessment.risk.model_copy(
+        update={
+            "decision": earlier,
+            "reasoning": f"{assessment.risk.reasoning} Kept {earlier} from the earlier answer "
+            f"(assessed again as {now}): a decision becomes more permissive only with a new "
+            "approval.",
+        }
+    )
+    kept = policy.model_copy(
+        update={
+            "approval": PolicyApproval(state=ApprovalState.PENDING) if waiting else None,
+            "approval_required": waiting,
+        }
+    )
+    return assessment.model_copy(update={"risk": risk_now, "policy": kept})
+
+
 def apply_approvals(
     assessment: Assessment,
     request: RequestRecord,
@@ -340,7 +385,11 @@ def apply_approvals(
     now: datetime,
 ) -> tuple[Assessment, list[tuple[ApprovalRecord, ApprovalVerdict]]]:
     """A fresh assessment with the request's approvals applied in creation order."""
-    ordered = sorted(approvals, key=lambda a: (a.created or now, a.name))
+    # An approval recorded as Ignored stays ignored: a later answer (scores fell, the status
+    # was rewritten, the operator restarted) never makes it apply.
+    ordered = sorted(
+        (a for a in approvals if a.state != "Ignored"), key=lambda a: (a.created or now, a.name)
+    )
     verdicts: list[tuple[ApprovalRecord, ApprovalVerdict]] = []
     for approval in ordered:
         current = RequestRecord(
@@ -441,11 +490,13 @@ class ApprovalService:
         target = ref.get("name") if isinstance(ref, Mapping) else None
         if not target:
             return {}
+        status = body.get("status") or {}
         kept = {
             "metadata": {
                 k: meta.get(k) for k in ("name", "namespace", "creationTimestamp", "generation")
             },
             "spec": dict(spec),
+            "status": {"state": status.get("state")} if isinstance(status, Mapping) else {},
         }
         return {(str(meta.get("namespace", "")), str(target)): kept}
 

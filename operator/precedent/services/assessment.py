@@ -21,7 +21,7 @@ import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
 from typing import Any, Protocol, runtime_checkable
@@ -30,6 +30,7 @@ from pydantic import ValidationError
 
 from precedent import __version__
 from precedent.adapters.catalog_local import LocalPlaybookCatalog
+from precedent.core.context import ContextFacts, VerifiedContext
 from precedent.core.historical import (
     HistoricalResult,
     RiskModelName,
@@ -38,6 +39,7 @@ from precedent.core.historical import (
 )
 from precedent.core.normalize import ProposedAction, TargetMismatch, normalize_request
 from precedent.core.playbooks import PlaybookQuery, SuccessPrior, historical_success
+from precedent.core.playbooks.labels import normalize_label_key, normalize_label_value
 from precedent.core.policy import PolicyEngine
 from precedent.core.ports import PlaybookDecision, SemanticNeighbours
 from precedent.core.ranking import RankingWeights, boost_parts
@@ -50,10 +52,14 @@ from precedent.models import (
     EngineInfo,
     Incident,
     Playbook,
+    Recommendation,
     RemediationRequestSpec,
+    RequestContext,
     RiskAssessment,
+    RiskFactor,
     SimilarIncident,
 )
+from precedent.services.approvals import no_more_permissive
 from precedent.services.blast_radius import BlastRadiusService, reasoning
 from precedent.services.history import HistoryStore
 from precedent.services.integrity import StatusSigner
@@ -133,9 +139,28 @@ class NormalizedRequest:
     spec: RemediationRequestSpec
     """The validated spec."""
     action: ProposedAction
-    """What the history is compared with."""
+    """What the history is compared with: the requester's claims where they made some, the
+    verified facts elsewhere."""
     query: PlaybookQuery
     """What the playbook catalog is asked."""
+    verified: ProposedAction | None = None
+    """The same action in the verified context (None: no facts, the claims are unverified)."""
+    context: VerifiedContext | None = None
+    """The verified context and its source."""
+
+
+def _claims_note(claimed: ProposedAction, verified: ProposedAction, source: str) -> str | None:
+    """``claimed dev, verified production from namespace label on payments`` (None: no claim
+    differs from the facts)."""
+    parts = []
+    if claimed.environment != verified.environment:
+        parts.append(
+            f"claimed {claimed.environment}, verified {verified.environment} from {source}"
+        )
+    if claimed.cluster != verified.cluster:
+        known = verified.cluster or "unknown (no cluster name configured)"
+        parts.append(f"claimed cluster {claimed.cluster}, verified {known}")
+    return "; ".join(parts) or None
 
 
 class AssessmentService:
@@ -170,6 +195,9 @@ class AssessmentService:
         # Outcomes reported on past requests (base-rate evidence for the default risk model);
         # the operator connects its outcome ledger here, commands have none.
         self.evidence: Callable[[], OutcomeEvidence] | None = None
+        # Where things run, from what admins control (namespace labels, the environment
+        # mapping); None: no facts (a command without -f), the requester's claims are used.
+        self.facts: ContextFacts | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="precedent-assess")
 
     # -- the history and the catalog follow the cluster's objects -----------------------------
@@ -238,8 +266,12 @@ class AssessmentService:
 
     # -- one request ---------------------------------------------------------------------------
 
-    def normalise(self, spec: Mapping[str, Any] | RemediationRequestSpec) -> NormalizedRequest:
-        """Validate and normalise a spec once; InputError names the bad field."""
+    def normalise(
+        self, spec: Mapping[str, Any] | RemediationRequestSpec, namespace: str | None = None
+    ) -> NormalizedRequest:
+        """Validate and normalise a spec once; InputError names the bad field. ``namespace``
+        is the request's own (where the environment is looked up when the target names none).
+        """
         parsed = spec if isinstance(spec, RemediationRequestSpec) else parse_request_spec(spec)
         selector = self.selector
         try:
@@ -250,11 +282,36 @@ class AssessmentService:
             )
         except ValueError as exc:  # e.g. a label given twice after normalisation
             raise InputError(f"spec.labels: {exc}") from None
+        for key, value in parsed.labels.items():
+            # One action: a label naming another action than spec.action would have the
+            # selection judge one action while the policy judges another.
+            if normalize_label_key(key) == "action" and normalize_label_value(value) != (
+                parsed.action
+            ):
+                raise InputError(
+                    f"spec.labels.{key}: names action {value!r} but spec.action is "
+                    f"{parsed.action!r}; leave the label out or make it equal spec.action"
+                )
         try:
             action = normalize_request(parsed)
         except TargetMismatch as exc:  # the message names spec.target.resourceId
             raise InputError(str(exc)) from None
-        return NormalizedRequest(parsed, action, query)
+        if self.facts is None:
+            return NormalizedRequest(parsed, action, query)
+        context = self.facts.verify(
+            resource_id=parsed.target.resource_id,
+            name=parsed.target.name,
+            target_namespace=parsed.target.namespace,
+            request_namespace=namespace,
+        )
+        verified = replace(action, environment=context.environment, cluster=context.cluster)
+        # What the requester did not claim is taken from the facts: only a claim is compared.
+        claimed = replace(
+            action,
+            environment=action.environment or context.environment,
+            cluster=action.cluster or context.cluster,
+        )
+        return NormalizedRequest(parsed, claimed, query, verified, context)
 
     def score(
         self,
@@ -414,8 +471,40 @@ class AssessmentService:
         recall: MemoryRecall | None = None,
     ) -> Assessment:
         """History, risk and the policy's decision for a normalised request, on this thread,
-        with the catalog's answer (``playbook``) and the fleet memory's (``recall``)."""
+        with the catalog's answer (``playbook``) and the fleet memory's (``recall``).
+
+        A requester's claims (``labels.environment`` / ``labels.cluster``) can only make the
+        answer stricter: when they differ from the verified context, both are scored and the
+        riskier answer is kept (the verified one on a tie); the status says which."""
         history, result = self.score(request.action, now=now, recall=recall)
+        context, note = self._context(request), None
+        if request.verified is not None and request.verified != request.action:
+            checked = self.score(request.verified, now=now, recall=recall)
+            if checked[1].risk.score >= result.risk.score:
+                history, result = checked
+                assert request.context is not None
+                note = _claims_note(request.action, request.verified, request.context.source)
+                context = context.model_copy(
+                    update={
+                        "environment": request.verified.environment or "",
+                        "source": request.context.source,
+                        "verified": True,
+                        "cluster": request.verified.cluster,
+                        "claim": note,
+                    }
+                )
+                if note is not None:
+                    factor = RiskFactor(name="context", contribution=0.0, detail=note[:512])
+                    result = HistoricalResult(
+                        result.risk.model_copy(
+                            update={
+                                "factors": [*result.risk.factors, factor][-16:],
+                                "reasoning": f"{result.risk.reasoning} Context: {note}.",
+                            }
+                        ),
+                        result.similar,
+                        result.similar_count,
+                    )
         blast, impact, blast_text = None, None, ""
         if self.blast is not None:
             blast, impact = self.blast.report(
@@ -433,7 +522,7 @@ class AssessmentService:
                 f"Decision: {verdict.decision}{because}.",
             }
         )
-        playbook = playbook or PlaybookDecision()
+        playbook = self._for_this_action(request, playbook or PlaybookDecision())
         return Assessment(
             risk=risk,
             similar_incidents=result.similar,
@@ -452,11 +541,63 @@ class AssessmentService:
             ),
             topology_hints=recall.topology if recall is not None else None,
             blast_radius=blast,
+            context=context,
             input_hash=self._input_hash(request.spec, history),
         )
 
+    def _for_this_action(
+        self, request: NormalizedRequest, decision: PlaybookDecision
+    ) -> PlaybookDecision:
+        """A chosen playbook must list the request's action: Approved never hands out a
+        playbook for another (perhaps more dangerous) action than the one the policy judged.
+        Otherwise the answer is manual investigation."""
+        chosen = decision.selection
+        if chosen is None:
+            return decision
+        playbook = self.catalog.get(chosen.id)
+        if playbook is None or request.spec.action in playbook.actions:
+            return decision  # unknown here (a remote catalog's own): its answer stands
+        reason = (
+            f"playbook {chosen.id} was the best match but does not list action "
+            f"{request.spec.action} in its actions ({', '.join(playbook.actions) or 'none'})"
+        )
+        return PlaybookDecision(
+            recommendation=Recommendation(
+                action="manual_investigation",
+                reason=reason[:1024],
+                suggested_actions=[f"review playbook {chosen.id} for {request.spec.action}"],
+            )
+        )
+
+    @staticmethod
+    def _context(request: NormalizedRequest) -> RequestContext:
+        """The context the claimed action was scored in (facts fill what was not claimed)."""
+        action, facts = request.action, request.context
+        labels = request.spec.labels
+        if facts is None:
+            return RequestContext(
+                environment=action.environment or "unknown",
+                source="claimed in spec.labels (unverified: no facts given)"
+                if labels.get("environment")
+                else "unknown (no facts given; treated as production)",
+                verified=False,
+                cluster=action.cluster,
+            )
+        claimed = bool(labels.get("environment", "").strip())
+        same = action.environment == facts.environment
+        return RequestContext(
+            environment=action.environment or facts.environment,
+            source=facts.source if same or not claimed else "claimed in spec.labels.environment",
+            verified=same or not claimed,
+            cluster=action.cluster,
+        )
+
     async def assess(
-        self, spec: Mapping[str, Any] | RemediationRequestSpec, *, now: datetime | None = None
+        self,
+        spec: Mapping[str, Any] | RemediationRequestSpec,
+        *,
+        now: datetime | None = None,
+        namespace: str | None = None,
     ) -> Assessment:
         """Assess one request: InputError for a bad spec, DependencyError when one is down.
 
@@ -464,7 +605,7 @@ class AssessmentService:
         incidents; without it none applies, so the answer depends only on the spec and the
         history snapshot.
         """
-        request = self.normalise(spec)
+        request = self.normalise(spec, namespace)
         decision = None
         if self.selector is not None:
             decision = (await self.selector.select_query(request.query)).decision
@@ -476,10 +617,16 @@ class AssessmentService:
         )
 
     async def assess_many(
-        self, specs: Sequence[RemediationRequestSpec], *, now: datetime | None = None
+        self,
+        specs: Sequence[RemediationRequestSpec],
+        *,
+        now: datetime | None = None,
+        namespaces: Sequence[str | None] | None = None,
     ) -> list[Assessment]:
-        """Assess requests in order (the CLI); catalog queries go out a few at a time."""
-        requests = [self.normalise(spec) for spec in specs]
+        """Assess requests in order (the CLI); catalog queries go out a few at a time.
+        ``namespaces`` are the requests' own (metadata.namespace), when known."""
+        spaces = list(namespaces) if namespaces is not None else [None] * len(specs)
+        requests = [self.normalise(spec, ns) for spec, ns in zip(specs, spaces, strict=True)]
         decisions: list[PlaybookDecision | None] = [None] * len(requests)
         if self.selector is not None:
             picks = await self.selector.select_many([r.query for r in requests])
@@ -503,6 +650,8 @@ class AssessmentService:
         anchor: datetime | None = None,
         attempt: int = 1,
         approve: Callable[[Assessment], tuple[Assessment, str | None]] | None = None,
+        prior: Mapping[str, Any] | None = None,
+        namespace: str | None = None,
     ) -> StatusUpdate:
         """The status a request should have now: assessed (and signed), invalid, waiting for a
         dependency, or — after an unexpected error — retrying (a bounded number of ``attempt``s,
@@ -510,9 +659,12 @@ class AssessmentService:
 
         ``approve`` re-applies the request's RemediationApprovals to the fresh assessment
         (``ApprovalService.applier``), so an answer assessed again keeps its human decision.
+        ``prior`` is the status the request has now: a decision it states is never turned more
+        permissive without an approval (``no_more_permissive``). ``namespace`` is the
+        request's own (the environment's fallback when the target names none).
         """
         try:
-            assessment = await self.assess(spec, now=anchor or now)
+            assessment = await self.assess(spec, now=anchor or now, namespace=namespace)
         except InputError as exc:
             return StatusUpdate.invalid(str(exc), generation=generation, previous=previous, now=now)
         except DependencyError as exc:
@@ -536,6 +688,7 @@ class AssessmentService:
         expired = None
         if approve is not None:
             assessment, expired = approve(assessment)
+        assessment = no_more_permissive(assessment, prior)
         update = StatusUpdate.assessed(
             assessment, generation=generation, previous=previous, now=now, expired=expired
         )

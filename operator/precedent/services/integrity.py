@@ -4,13 +4,19 @@ Anyone who may write ``remediationrequests/status`` could otherwise pre-approve 
 ("Approved, score 0") before the operator sees it, and a restarted operator would leave that
 answer alone. The operator therefore signs what it writes: an HMAC-SHA256, keyed by a secret
 only the operator reads (``PRECEDENT_STATUS_KEY``, from a Kubernetes Secret), over the
-request's uid and the answer (decision, band, score, approval, input hash). The spec is
+request's uid and the answer (decision, band, score, approval, input hash, and the ``Approved``
+condition executors wait on: its status, reason and message). The spec is
 immutable but for ``spec.outcome``, which is not an input of the assessment, so an answer
 stands across generations. A request counts as answered only when its status carries a valid
 mark; anything else is assessed again and overwritten.
 
 Without a configured key the operator draws a random one at start: marks then hold for the
-life of the process, and every request is re-assessed (to the same answer) after a restart.
+life of the process, and every request is re-assessed after a restart. That is allowed in
+audit-only mode only; in enforce mode the operator refuses to start without a key.
+
+A status whose ``Approved`` condition does not match its mark (someone without the key
+patched it) is not this operator's answer: the request is assessed again, and the condition
+written again, as soon as the operator sees the change (:meth:`StatusSigner.forged`).
 """
 
 from __future__ import annotations
@@ -39,6 +45,14 @@ def _canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
+def _approved_condition(status: Mapping[str, Any]) -> str:
+    """The part of the ``Approved`` condition an executor reads: status, reason, message."""
+    for item in status.get("conditions") or []:
+        if isinstance(item, Mapping) and item.get("type") == "Approved":
+            return _canonical({k: str(item.get(k, "")) for k in ("status", "reason", "message")})
+    return ""
+
+
 class StatusSigner:
     """Signs and verifies the ``status.mark`` of RemediationRequests."""
 
@@ -56,6 +70,7 @@ class StatusSigner:
             _number(risk.get("score")),
             str(status.get("inputHash", "")),
             _canonical((status.get("policy") or {}).get("approval")),
+            _approved_condition(status),
         )
         return "\0".join(parts).encode()
 
@@ -77,3 +92,13 @@ class StatusSigner:
         )
         expected = self.sign(str(metadata.get("uid", "")), status)
         return ready and hmac.compare_digest(mark, expected)
+
+    def forged(self, body: Mapping[str, Any]) -> bool:
+        """Whether the status says the request may run (``Approved`` True) without this
+        operator's valid mark vouching for it: a condition the operator did not write."""
+        status = body.get("status") or {}
+        approved = any(
+            isinstance(c, Mapping) and c.get("type") == "Approved" and c.get("status") == "True"
+            for c in status.get("conditions") or []
+        )
+        return approved and not self.answered(body)

@@ -21,6 +21,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from precedent.core.conditions import ConditionUpdate, merge_conditions
+from precedent.core.printable import printable
 from precedent.models import (
     ApprovalState,
     Assessment,
@@ -44,6 +45,11 @@ class EventNote:
     reason: str
     message: str
 
+    def __post_init__(self) -> None:
+        # Event messages quote what users wrote (names, reasons): shown by kubectl describe
+        # and get events, so control characters are escaped (core.printable).
+        object.__setattr__(self, "message", printable(self.message))
+
 
 @dataclass(frozen=True, slots=True)
 class StatusUpdate:
@@ -55,6 +61,8 @@ class StatusUpdate:
     event: EventNote | None
     mark: str | None = None
     """The operator's signature over the answer (assessed only): see ``services.integrity``."""
+    notes: tuple[EventNote, ...] = ()
+    """More Events to post (a requester's claim the answer did not use)."""
 
     @classmethod
     def assessed(
@@ -90,7 +98,9 @@ class StatusUpdate:
         status = RemediationRequestStatus(
             observed_generation=generation, conditions=conditions, assessment=assessment
         )
-        return cls("assessed", status, text, event)
+        claim = assessment.context.claim if assessment.context is not None else None
+        notes = (EventNote("Warning", "UnverifiedClaim", claim),) if claim else ()
+        return cls("assessed", status, text, event, notes=notes)
 
     @classmethod
     def invalid(

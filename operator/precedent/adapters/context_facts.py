@@ -1,0 +1,82 @@
+"""Where things run, read from files: Namespace manifests and the environment mapping.
+
+The operator reads the mapping from ``PRECEDENT_ENVIRONMENT_MAPPING`` (a file, e.g. mounted
+from a ConfigMap) and follows Namespaces with a watch; ``precedent score -f`` reads both from
+manifests, so a CI pre-check given the cluster's facts gives the operator's answer.
+
+The mapping is one YAML document::
+
+    kind: EnvironmentMapping
+    rules:
+      - resourceId: "/subscriptions/*/resourceGroups/rg-prod/*"
+        environment: production
+      - cluster: "aks-staging-*"
+        environment: staging
+
+Other kinds in the given files (Deployments, Services …) are skipped, so ``-f data/shop``
+takes the shop's Namespaces from the same directory ``precedent graph`` reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from precedent.adapters.loader import iter_documents
+from precedent.core.context import ContextFacts, EnvironmentRule, parse_rules
+from precedent.errors import InputError, LoadError
+
+__all__ = ["MAPPING_KIND", "load_facts", "load_mapping"]
+
+MAPPING_KIND = "EnvironmentMapping"
+
+
+def load_mapping(path: Path) -> list[EnvironmentRule]:
+    """The rules of the mapping file at ``path``; InputError names the file and the rule."""
+    rules: list[EnvironmentRule] = []
+    for doc in iter_documents([path]):
+        if doc.kind != MAPPING_KIND:
+            raise doc.error(f"expected kind {MAPPING_KIND}")
+        try:
+            rules.extend(parse_rules(doc.body, doc.where))
+        except ValueError as exc:
+            raise InputError(str(exc)) from None
+    return _numbered(rules)
+
+
+def load_facts(
+    paths: Iterable[str | Path],
+    *,
+    default: str = "production",
+    cluster: str | None = None,
+    rules: Iterable[EnvironmentRule] = (),
+) -> ContextFacts:
+    """Facts from Namespace manifests and EnvironmentMapping documents in ``paths``."""
+    facts = ContextFacts(default=default, cluster=cluster, rules=list(rules))
+    found: list[EnvironmentRule] = []
+    try:
+        for doc in iter_documents(paths):
+            if doc.kind == "Namespace" and doc.name:
+                meta = doc.body.get("metadata") or {}
+                labels = meta.get("labels") if isinstance(meta, dict) else None
+                facts.observe_namespace(doc.name, labels if isinstance(labels, dict) else None)
+            elif doc.kind == MAPPING_KIND:
+                found.extend(parse_rules(doc.body, doc.where))
+    except (LoadError, ValueError) as exc:
+        raise InputError(str(exc)) from None
+    facts.rules = _numbered([*facts.rules, *found])
+    return facts
+
+
+def _numbered(rules: list[EnvironmentRule]) -> list[EnvironmentRule]:
+    return [
+        EnvironmentRule(
+            environment=r.environment,
+            resource_id=r.resource_id,
+            name=r.name,
+            namespace=r.namespace,
+            cluster=r.cluster,
+            index=i,
+        )
+        for i, r in enumerate(rules, start=1)
+    ]

@@ -1,0 +1,198 @@
+"""Where a change lands, learned from what admins control rather than from what the requester
+wrote (docs/security.md, "What the operator trusts").
+
+The environment of a request is a fact about its target, found in this order of sources and
+taking the riskiest environment any of them gives:
+
+1. the label ``precedent.dev/environment`` on the target's namespace (the request's own
+   namespace when the target names none);
+2. the admin's environment mapping, for targets outside Kubernetes: rules matching the
+   target's ``resourceId``, ``name``, ``namespace`` or the (verified) ``cluster`` with
+   shell-style patterns;
+3. when neither says anything: the default environment (``PRECEDENT_DEFAULT_ENVIRONMENT``,
+   ``production`` unless set: unknown is treated as the riskiest).
+
+The cluster is the operator's own (``PRECEDENT_CLUSTER_NAME``) when one is configured.
+
+A requester's ``labels.environment`` / ``labels.cluster`` are claims. They may make the answer
+stricter, never looser: the assessment scores the claimed and the verified context and keeps
+the riskier answer (:func:`claims_differ` says when there is anything to compare).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from precedent.core.risk_model import environment_tier
+
+__all__ = [
+    "ENVIRONMENT_LABEL",
+    "ContextFacts",
+    "EnvironmentRule",
+    "VerifiedContext",
+    "parse_rules",
+]
+
+ENVIRONMENT_LABEL = "precedent.dev/environment"
+"""The Namespace label that says which environment the namespace's objects belong to."""
+
+_RULE_KEYS = ("resourceId", "name", "namespace", "cluster")
+
+
+@dataclass(frozen=True, slots=True)
+class EnvironmentRule:
+    """One line of the environment mapping: every pattern given must match."""
+
+    environment: str
+    resource_id: str | None = None
+    name: str | None = None
+    namespace: str | None = None
+    cluster: str | None = None
+    index: int = 0
+    """Its position in the mapping (1-based), for the source it is named by."""
+
+    def matches(
+        self, *, resource_id: str | None, name: str, namespace: str | None, cluster: str | None
+    ) -> bool:
+        """Whether the target matches every pattern of this rule (case-insensitively)."""
+        pairs = (
+            (self.resource_id, resource_id),
+            (self.name, name),
+            (self.namespace, namespace),
+            (self.cluster, cluster),
+        )
+        for pattern, value in pairs:
+            if pattern is None:
+                continue
+            if value is None or not fnmatch.fnmatchcase(value.lower(), pattern.lower()):
+                return False
+        return True
+
+    def describe(self) -> str:
+        """``environment mapping rule 2 (resourceId */rg-prod/*)``."""
+        given = [
+            f"{key} {value}"
+            for key, value in zip(
+                _RULE_KEYS, (self.resource_id, self.name, self.namespace, self.cluster), strict=True
+            )
+            if value is not None
+        ]
+        return f"environment mapping rule {self.index} ({', '.join(given)})"
+
+
+def parse_rules(document: Any, where: str) -> list[EnvironmentRule]:
+    """The mapping's rules from ``{"rules": [{"resourceId": "…", "environment": "…"}, …]}``
+    (or the bare list); ValueError names the entry and field that is wrong."""
+    items = document.get("rules") if isinstance(document, Mapping) else document
+    if items is None:
+        return []
+    if not isinstance(items, list):
+        raise ValueError(f"{where}: rules: expected a list of rules")
+    rules = []
+    for number, item in enumerate(items, start=1):
+        at = f"{where}: rules[{number - 1}]"
+        if not isinstance(item, Mapping):
+            raise ValueError(f"{at}: expected a mapping")
+        unknown = sorted(set(item) - {"environment", *_RULE_KEYS})
+        if unknown:
+            raise ValueError(f"{at}: unknown field {unknown[0]} (use {', '.join(_RULE_KEYS)})")
+        environment = item.get("environment")
+        if not isinstance(environment, str) or not environment.strip():
+            raise ValueError(f"{at}.environment: a non-empty string is required")
+        patterns: dict[str, str | None] = {}
+        for key in _RULE_KEYS:
+            value = item.get(key)
+            if value is not None and (not isinstance(value, str) or not value.strip()):
+                raise ValueError(f"{at}.{key}: a non-empty pattern string is required")
+            patterns[key] = value
+        if all(v is None for v in patterns.values()):
+            raise ValueError(f"{at}: give at least one of {', '.join(_RULE_KEYS)}")
+        rules.append(
+            EnvironmentRule(
+                environment=environment.strip().lower(),
+                resource_id=patterns["resourceId"],
+                name=patterns["name"],
+                namespace=patterns["namespace"],
+                cluster=patterns["cluster"],
+                index=number,
+            )
+        )
+    return rules
+
+
+@dataclass(frozen=True, slots=True)
+class VerifiedContext:
+    """The context a request is answered in, and where each part came from."""
+
+    environment: str
+    """The environment (lower case)."""
+    source: str
+    """Where it came from: ``namespace label on shop``, a mapping rule, or ``default``."""
+    cluster: str | None
+    """The verified cluster, or None when the operator does not know its name."""
+
+
+@dataclass(slots=True)
+class ContextFacts:
+    """What admins said about where things run: Namespace labels, the environment mapping,
+    the default environment and the cluster's name.
+
+    The operator keeps ``namespaces`` current from a watch on Namespaces (a cached view: no
+    API call per request); ``precedent score -f`` reads the same facts from manifests.
+    ``known`` is False when no facts were given at all (the CLI without ``-f``): claims are
+    then used as written and marked unverified.
+    """
+
+    namespaces: dict[str, str | None] = field(default_factory=dict)
+    """Namespace name → its environment label (None: the namespace exists, unlabelled)."""
+    rules: list[EnvironmentRule] = field(default_factory=list)
+    default: str = "production"
+    cluster: str | None = None
+    known: bool = True
+
+    def observe_namespace(self, name: str, labels: Mapping[str, Any] | None) -> None:
+        """A Namespace was listed, added or changed (its labels)."""
+        value = (labels or {}).get(ENVIRONMENT_LABEL)
+        self.namespaces[name] = str(value).strip().lower() if value else None
+
+    def forget_namespace(self, name: str) -> None:
+        """A Namespace was deleted."""
+        self.namespaces.pop(name, None)
+
+    def replace_namespaces(self, listed: Iterable[tuple[str, Mapping[str, Any] | None]]) -> None:
+        """Make the namespaces equal a full list (the periodic resync)."""
+        fresh: dict[str, str | None] = {}
+        for name, labels in listed:
+            value = (labels or {}).get(ENVIRONMENT_LABEL)
+            fresh[name] = str(value).strip().lower() if value else None
+        self.namespaces = fresh
+
+    def verify(
+        self,
+        *,
+        resource_id: str | None,
+        name: str,
+        target_namespace: str | None,
+        request_namespace: str | None,
+    ) -> VerifiedContext:
+        """The environment of a target (see the module docstring), with its source."""
+        found: list[tuple[str, str]] = []
+        namespace = target_namespace or request_namespace or None
+        if namespace is not None:
+            label = self.namespaces.get(namespace)
+            if label:
+                found.append((label, f"namespace label on {namespace}"))
+        for rule in self.rules:
+            if rule.matches(
+                resource_id=resource_id, name=name, namespace=namespace, cluster=self.cluster
+            ):
+                found.append((rule.environment, rule.describe()))
+        if not found:
+            return VerifiedContext(self.default, "default environment", self.cluster)
+        # The riskiest environment any source gives (production is tier 0); the first source
+        # giving it is named.
+        environment, source = min(found, key=lambda item: environment_tier(item[0]))
+        return VerifiedContext(environment, source, self.cluster)
