@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -14,6 +15,7 @@ from precedent.adapters.loader import NamedRequest, load_requests
 from precedent.catalog_cli import catalog, serve_command
 from precedent.demo import demo_command
 from precedent.errors import InputError, PrecedentError
+from precedent.gate import EXIT_GATE, gate_fails, write_junit
 from precedent.graph_cli import graph_command
 from precedent.memory_cli import memory
 from precedent.models import Assessment
@@ -26,7 +28,7 @@ from precedent.output import (
     settings_or_fail,
 )
 from precedent.sandbox_process import sandbox_command
-from precedent.wiring import build_facts, build_service
+from precedent.wiring import build_facts, build_offline_blast_radius, build_service
 
 __all__ = ["main"]
 
@@ -84,6 +86,21 @@ def main() -> None:
     "unverified.",
 )
 @click.option(
+    "--fail-on",
+    type=click.Choice(["denied", "escalated"]),
+    default=None,
+    help="Gate: exit 3 when any request's decision is this or stricter (escalated: Escalated "
+    "or Denied). Exit codes: 0 pass, 1 bad input or configuration, 2 usage, 3 gate failed.",
+)
+@click.option(
+    "--junit",
+    "junit_path",
+    metavar="FILE",
+    default=None,
+    help="Also write a JUnit XML report (one test case per request; a failure where the "
+    "--fail-on gate stops it), for CI systems that show test reports.",
+)
+@click.option(
     "--cluster",
     metavar="NAME",
     help="The target cluster's name (as PRECEDENT_CLUSTER_NAME in the operator), matched by "
@@ -97,12 +114,16 @@ def score(
     catalog: str | None,
     risk_model: str | None,
     facts: tuple[str, ...],
+    fail_on: str | None,
+    junit_path: str | None,
     cluster: str | None,
 ) -> None:
     """Score RemediationRequest documents in PATHS (files, directories, or - for stdin).
 
-    Given the cluster's facts (-f), the environment is taken from them as the operator takes
-    it (docs/security.md): a request's labels can only make its answer stricter."""
+    Given the target cluster's manifests (-f), the answer is the operator's: the environment
+    comes from the Namespaces and the environment mapping (a request's labels can only make
+    its answer stricter), and the blast radius from the dependency graph of the workloads,
+    Services and Ingresses among them. As a GitOps pre-check: --fail-on escalated."""
     settings = settings_or_fail()
     if cluster is not None:
         settings = settings.model_copy(update={"cluster_name": cluster})
@@ -121,6 +142,8 @@ def score(
         )
         if facts or settings.environment_mapping is not None:
             service.facts = build_facts(settings, facts)
+        if facts and settings.blast_radius_enabled:
+            service.blast = build_offline_blast_radius(settings, facts)
         assessments = run_async(
             service,
             service.assess_many(
@@ -147,6 +170,21 @@ def score(
             click.echo(json.dumps(docs, indent=2))
         else:
             click.echo(dump_yaml(docs), nl=False)
+    gated = [(req, a) for req, a in results if fail_on and gate_fails(a, fail_on)]
+    if junit_path is not None:
+        try:
+            write_junit(junit_path, results, fail_on)
+        except OSError as exc:
+            fail(f"--junit {junit_path}: {exc.strerror or exc}")
+    if gated:
+        names = ", ".join(
+            f"{req.namespace}/{req.name} ({a.risk.decision.value})" for req, a in gated
+        )
+        click.echo(
+            f"gate: {len(gated)} of {len(results)} requests are {fail_on} or stricter: {names}",
+            err=True,
+        )
+        sys.exit(EXIT_GATE)
 
 
 def _score_table(results: Sequence[tuple[NamedRequest, Assessment]]) -> str:

@@ -20,6 +20,7 @@ from precedent.adapters.catalog_local import LocalPlaybookCatalog
 from precedent.adapters.context_facts import load_facts, load_mapping
 from precedent.adapters.evaluation import load_history_jsonl
 from precedent.adapters.faiss_index import FaissIncidentIndex
+from precedent.adapters.graph_source import graph_from_files
 from precedent.adapters.loader import load_incidents, load_playbooks
 from precedent.adapters.vector_neighbours import VectorNeighbours
 from precedent.core.context import ContextFacts
@@ -323,6 +324,14 @@ def build_facts(settings: Settings, paths: Sequence[str | Path] = ()) -> Context
         cluster=settings.cluster_name,
         rules=rules,
     )
+
+
+def build_offline_blast_radius(
+    settings: Settings, paths: Sequence[str | Path]
+) -> BlastRadiusService:
+    """The dependency graph of the objects in ``paths`` (a cluster's manifests), for the CLI:
+    the graph the operator's watches would hold for the same objects."""
+    return BlastRadiusService(graph_from_files(paths), namespaces=settings.blast_namespaces)
 
 
 def build_blast_radius(settings: Settings) -> BlastRadiusService | None:
