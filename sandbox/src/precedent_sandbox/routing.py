@@ -19,6 +19,7 @@ from precedent_sandbox import errors as api_errors
 from precedent_sandbox.auth import ANONYMOUS, CURRENT_USER, UserInfo, bearer_token
 from precedent_sandbox.errors import ApiError
 from precedent_sandbox.meta import FieldSelector, LabelSelector
+from precedent_sandbox.objects import loads
 from precedent_sandbox.protobuf import decode_object
 from precedent_sandbox.rbac import Attributes, RbacAuthorizer
 from precedent_sandbox.registry import ResourceType
@@ -466,7 +467,7 @@ class ApiServer:
             return yaml.safe_load(text)
         if content_type not in (JSON, "", "text/plain", "*/*"):
             raise api_errors.unsupported_media_type(content_type)
-        return json.loads(text)
+        return loads(text)
 
     @staticmethod
     def _dry_run(request: web.Request) -> bool:
