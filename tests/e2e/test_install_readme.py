@@ -59,7 +59,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubectl]:
         kubectl = Kubectl(sandbox.write_kubeconfig(home / "kubeconfig"), home / "cache")
         for command in readme_install():
             argv = shlex.split(command)
-            assert argv[0] == "kubectl" and "--validate=false" not in argv
+            assert argv[0] == "kubectl"
+            assert "--validate=false" not in argv
             result = subprocess.run(
                 [*kubectl.base, *argv[1:]],
                 cwd=REPO,

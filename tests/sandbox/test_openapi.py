@@ -60,7 +60,8 @@ async def test_the_v3_index_lists_each_group_version_with_a_hashed_relative_url(
         url = paths[key]["serverRelativeURL"]
         assert url.startswith(f"/openapi/v3/{key}?hash=")
         digest = url.split("hash=")[1]
-        assert len(digest) == 128 and digest == digest.upper()
+        assert len(digest) == 128
+        assert digest == digest.upper()
         assert (await api.get(url)).status_code == 200
 
 
@@ -76,13 +77,12 @@ async def test_a_group_version_document_has_its_kinds_schemas_with_their_gvk(
     ]
     spec = resolve(apps, schema["properties"]["spec"])
     replicas = spec["properties"]["replicas"]
-    assert replicas["type"] == "integer" and replicas["format"] == "int32"
+    assert replicas["type"] == "integer"
+    assert replicas["format"] == "int32"
     assert "Number of desired pods" in replicas["description"]
     # Every reference in the document names a schema the document has.
     text = json.dumps(apps)
-    for ref in {
-        part.split('"')[0] for part in text.split('"$ref": "#/components/schemas/')[1:]
-    }:
+    for ref in {part.split('"')[0] for part in text.split('"$ref": "#/components/schemas/')[1:]}:
         assert ref in apps["components"]["schemas"], ref
 
 
@@ -212,9 +212,7 @@ async def test_warn_drops_and_warns_ignore_drops_silently(api: httpx.AsyncClient
 
 async def test_custom_resources_get_the_same_field_validation(api: httpx.AsyncClient) -> None:
     body = playbook_body("strict", bogus=1)
-    refused = await api.post(
-        f"{GROUP}/playbooks", params={"fieldValidation": "Strict"}, json=body
-    )
+    refused = await api.post(f"{GROUP}/playbooks", params={"fieldValidation": "Strict"}, json=body)
     assert refused.status_code == 400
     assert 'unknown field "spec.bogus"' in refused.json()["message"]
 

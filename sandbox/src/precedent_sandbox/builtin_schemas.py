@@ -203,7 +203,7 @@ def _source_file() -> Path:
 
 def served_kinds() -> list[tuple[str, str, str]]:
     """The (group, version, kind) of every built-in kind the sandbox serves."""
-    from precedent_sandbox.registry import BUILTINS  # noqa: PLC0415 (a cycle otherwise)
+    from precedent_sandbox.registry import BUILTINS
 
     return sorted({(t.group, v, t.kind) for t in BUILTINS() for v in t.served_versions})
 

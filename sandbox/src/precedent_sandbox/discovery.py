@@ -7,7 +7,6 @@ kopf reads the legacy documents; kubectl 1.32 asks for aggregated discovery
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Iterable
 from typing import Any

@@ -52,7 +52,9 @@ def definition_name(rtype: ResourceType, version: str) -> str:
         found = builtin_schemas.definition_for(rtype.group, version, rtype.kind)
         if found is not None:
             return found
-    reversed_group = ".".join(reversed(rtype.group.split("."))) if rtype.group else "io.k8s.api.core"
+    reversed_group = (
+        ".".join(reversed(rtype.group.split("."))) if rtype.group else "io.k8s.api.core"
+    )
     return f"{reversed_group}.{version}.{rtype.kind}"
 
 
@@ -149,6 +151,7 @@ def _operations(
 ) -> dict[str, dict[str, Any]]:
     """The collection and item paths of one kind, with the verbs and PATCH parameters."""
     gvk = {"group": rtype.group, "version": version, "kind": rtype.kind}
+    params: list[dict[str, Any]]
     if v3:
         params = [
             {"name": n, "in": "query", "schema": {"type": "string", "uniqueItems": True}}
@@ -157,9 +160,7 @@ def _operations(
         body: dict[str, Any] = {"content": {"application/json": {"schema": {"$ref": ref}}}}
         response: dict[str, Any] = {"200": {"description": "OK", **body}}
     else:
-        params = [
-            {"name": n, "in": "query", "type": "string", "uniqueItems": True} for n in _QUERY
-        ]
+        params = [{"name": n, "in": "query", "type": "string", "uniqueItems": True} for n in _QUERY]
         response = {"200": {"description": "OK", "schema": {"$ref": ref}}}
     common = {"x-kubernetes-group-version-kind": gvk, "responses": response}
 

@@ -1,8 +1,9 @@
 """Routing: the Kubernetes REST paths as an aiohttp route table, answered from the store.
 
-Discovery (``/api``, ``/apis``, ``/version``), OpenAPI (``/openapi/v2``, ``/openapi/v3``), health checks, and resource
-paths in their cluster (``/apis/{group}/{version}/{resource}[/{name}[/{subresource}]]``) and
-namespaced (``…/namespaces/{namespace}/{resource}…``) forms. Every API error becomes a
+Discovery (``/api``, ``/apis``, ``/version``), OpenAPI (``/openapi/v2``, ``/openapi/v3``),
+health checks, and resource paths in their cluster
+(``/apis/{group}/{version}/{resource}[/{name}[/{subresource}]]``) and namespaced
+(``…/namespaces/{namespace}/{resource}…``) forms. Every API error becomes a
 ``Status`` response (:func:`_api_errors` middleware); unknown paths are 404 ``NotFound``.
 """
 
