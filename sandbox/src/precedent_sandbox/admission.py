@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from precedent_sandbox import builtin_schemas
 from precedent_sandbox import errors as api_errors
 from precedent_sandbox.cel import check_rules
 from precedent_sandbox.errors import FieldError
 from precedent_sandbox.meta import validate_metadata
-from precedent_sandbox.objects import Obj, Stored
+from precedent_sandbox.objects import Obj, Stored, duplicate_fields
 from precedent_sandbox.registry import ResourceType, crd_problems
 
 __all__ = [
@@ -87,7 +88,10 @@ def decode_body(rtype: ResourceType, body: Any) -> Obj:
 
 
 def normalize(rtype: ResourceType, obj: Obj) -> list[str]:
-    """Prune metadata to ObjectMeta and the rest to the schema; return unknown paths."""
+    """Prune metadata to ObjectMeta and the rest to the schema (a CRD's, or the built-in kind's
+    definition); return what ``fieldValidation`` reports: ``unknown field "…"`` for each pruned
+    path, then ``duplicate field "…"`` for each key the request's JSON repeated."""
+    duplicates = duplicate_fields(obj)
     unknown: list[str] = []
     meta = obj["metadata"]
     for key in list(meta):
@@ -97,25 +101,30 @@ def normalize(rtype: ResourceType, obj: Obj) -> list[str]:
     if meta.get("managedFields") is not None:
         meta.pop("managedFields")  # field management is not emulated
     schema = rtype.schema
-    if schema is None:
-        return unknown
     head = {k: obj.pop(k) for k in ("apiVersion", "kind", "metadata")}
-    schema.normalize(obj, "", unknown)
+    if schema is not None:
+        schema.normalize(obj, "", unknown)
+    else:
+        definition = builtin_schemas.definition_for(rtype.group, rtype.version, rtype.kind)
+        if definition is not None:
+            builtin_schemas.prune_unknown(definition, obj, unknown)
     obj.update(head)
-    return unknown
+    return [f'unknown field "{u}"' for u in unknown] + [
+        f'duplicate field "{d}"' for d in duplicates
+    ]
 
 
-def field_validation(rtype: ResourceType, unknown: list[str], directive: str) -> tuple[str, ...]:
-    """Warnings for pruned fields, or 400 under ``fieldValidation=Strict``."""
-    if not unknown or directive == "Ignore":
+def field_validation(rtype: ResourceType, problems: list[str], directive: str) -> tuple[str, ...]:
+    """``problems`` (from :func:`normalize`) as warnings (``Warn``, the default), a 400 naming
+    them all (``Strict``), or nothing (``Ignore``), as kube-apiserver's field validation."""
+    if not problems or directive == "Ignore":
         return ()
     if directive == "Strict":
-        listed = ", ".join(f'unknown field "{u}"' for u in unknown)
         raise api_errors.bad_request(
             f'{rtype.kind} in version "{rtype.version}" cannot be handled as a '
-            f"{rtype.kind}: strict decoding error: {listed}"
+            f"{rtype.kind}: strict decoding error: {', '.join(problems)}"
         )
-    return tuple(f'unknown field "{u}"' for u in unknown)
+    return tuple(problems)
 
 
 def validate(rtype: ResourceType, obj: Obj, old: Obj | None, name: str) -> None:

@@ -1,14 +1,12 @@
-"""Discovery documents: legacy (``APIResourceList`` …), aggregated v2, and OpenAPI v3.
+"""Discovery documents: legacy (``APIResourceList`` …) and aggregated v2.
 
 kopf reads the legacy documents; kubectl 1.32 asks for aggregated discovery
-(``apidiscovery.k8s.io/v2``) and reads ``/openapi/v3`` to learn that the server validates
-fields itself (``fieldValidation``), so ``kubectl apply`` needs no ``--validate=false``.
+(``apidiscovery.k8s.io/v2``). The OpenAPI documents are :mod:`.openapi`'s.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -21,8 +19,6 @@ __all__ = [
     "api_group_list",
     "api_resource_list",
     "api_versions",
-    "openapi_document",
-    "openapi_paths",
     "version_info",
 ]
 
@@ -188,93 +184,3 @@ def aggregated(types: Iterable[ResourceType], *, core: bool, version: str) -> di
         "metadata": {},
         "items": items,
     }
-
-
-# -- OpenAPI v3 -------------------------------------------------------------------------------
-
-_PATCH_TYPES = (
-    "application/json-patch+json",
-    "application/merge-patch+json",
-    "application/apply-patch+yaml",
-)
-
-
-def _definition_name(rtype: ResourceType, version: str) -> str:
-    reversed_group = (
-        ".".join(reversed(rtype.group.split("."))) if rtype.group else "io.k8s.api.core"
-    )
-    return f"{reversed_group}.{version}.{rtype.kind}"
-
-
-def openapi_document(
-    types: Iterable[ResourceType], group: str, version: str
-) -> dict[str, Any] | None:
-    """``/openapi/v3/apis/{group}/{version}``: paths with their PATCH parameters, and schemas."""
-    paths: dict[str, Any] = {}
-    schemas: dict[str, Any] = {}
-    for rtype in types:
-        if rtype.group != group or version not in rtype.served_versions:
-            continue
-        gvk = {"group": group, "version": version, "kind": rtype.kind}
-        ref = f"#/components/schemas/{_definition_name(rtype, version)}"
-        body = {"content": {"application/json": {"schema": {"$ref": ref}}}}
-        params = [
-            {"name": n, "in": "query", "schema": {"type": "string", "uniqueItems": True}}
-            for n in ("dryRun", "fieldManager", "fieldValidation")
-        ]
-        prefix = f"/apis/{group}/{version}" if group else f"/api/{version}"
-        scope = "/namespaces/{namespace}" if rtype.namespaced else ""
-        item_path = f"{prefix}{scope}/{rtype.plural}/{{name}}"
-        operation = {
-            "x-kubernetes-group-version-kind": gvk,
-            "parameters": params,
-            "responses": {"200": body},
-        }
-        paths[f"{prefix}{scope}/{rtype.plural}"] = {
-            "get": {**operation, "x-kubernetes-action": "list"},
-            "post": {**operation, "x-kubernetes-action": "post", "requestBody": body},
-        }
-        paths[item_path] = {
-            "get": {**operation, "x-kubernetes-action": "get"},
-            "put": {**operation, "x-kubernetes-action": "put", "requestBody": body},
-            "patch": {
-                **operation,
-                "x-kubernetes-action": "patch",
-                "requestBody": {
-                    "content": {t: {"schema": {"type": "object"}} for t in _PATCH_TYPES}
-                },
-            },
-            "delete": {**operation, "x-kubernetes-action": "delete"},
-        }
-        schema: dict[str, Any] = (
-            dict(rtype.schema.raw) if rtype.schema is not None else {"type": "object"}
-        )
-        schema["x-kubernetes-group-version-kind"] = [gvk]
-        schemas[_definition_name(rtype, version)] = schema
-    if not paths:
-        return None
-    return {
-        "openapi": "3.0.0",
-        "info": {"title": "Kubernetes", "version": "v1.32.0"},
-        "paths": paths,
-        "components": {"schemas": schemas},
-    }
-
-
-def openapi_paths(types: Iterable[ResourceType]) -> dict[str, Any]:
-    """``/openapi/v3``: one entry per served group-version (``api/v1`` for core), with a hash.
-
-    Their PATCH operations list ``fieldValidation`` (so kubectl leaves validation to the
-    server) and no strategic-merge content type (so kubectl builds strategic merge patches for
-    core types from its compiled-in types, not from a schema the sandbox does not have).
-    """
-    listed = list(types)
-    paths: dict[str, Any] = {}
-    for group, versions in _group_versions(listed).items():
-        for version in versions:
-            document = openapi_document(listed, group, version)
-            digest = hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()
-            key = f"apis/{group}/{version}" if group else f"api/{version}"
-            url = f"/openapi/v3/{key}?hash={digest[:32].upper()}"
-            paths[key] = {"serverRelativeURL": url}
-    return {"paths": paths}

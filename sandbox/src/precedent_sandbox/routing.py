@@ -1,8 +1,9 @@
 """Routing: the Kubernetes REST paths as an aiohttp route table, answered from the store.
 
-Discovery (``/api``, ``/apis``, ``/openapi/v3``, ``/version``), health checks, and resource
-paths in their cluster (``/apis/{group}/{version}/{resource}[/{name}[/{subresource}]]``) and
-namespaced (``…/namespaces/{namespace}/{resource}…``) forms. Every API error becomes a
+Discovery (``/api``, ``/apis``, ``/version``), OpenAPI (``/openapi/v2``, ``/openapi/v3``),
+health checks, and resource paths in their cluster
+(``/apis/{group}/{version}/{resource}[/{name}[/{subresource}]]``) and namespaced
+(``…/namespaces/{namespace}/{resource}…``) forms. Every API error becomes a
 ``Status`` response (:func:`_api_errors` middleware); unknown paths are 404 ``NotFound``.
 """
 
@@ -14,11 +15,12 @@ from typing import Any
 import yaml
 from aiohttp import web
 
-from precedent_sandbox import discovery, rbac
+from precedent_sandbox import discovery, openapi, rbac
 from precedent_sandbox import errors as api_errors
 from precedent_sandbox.auth import ANONYMOUS, CURRENT_USER, UserInfo, bearer_token
 from precedent_sandbox.errors import ApiError
 from precedent_sandbox.meta import FieldSelector, LabelSelector
+from precedent_sandbox.objects import loads
 from precedent_sandbox.protobuf import decode_object
 from precedent_sandbox.rbac import Attributes, RbacAuthorizer
 from precedent_sandbox.registry import ResourceType
@@ -92,6 +94,7 @@ class ApiServer:
                 for check in ("healthz", "livez", "readyz")
             ),
             web.route("*", "/version", self._version),
+            web.route("*", "/openapi/v2", self._openapi_v2),
             web.route("*", "/openapi/v3", self._openapi_paths),
             web.route("*", "/openapi/v3/api/{version}", self._openapi_document),
             web.route("*", "/openapi/v3/apis/{group}/{version}", self._openapi_document),
@@ -305,12 +308,23 @@ class ApiServer:
 
     # /openapi/v2 stays 404: kubectl then relies on /openapi/v3 (or on server validation).
 
+    async def _openapi_v2(self, request: web.Request) -> web.StreamResponse:
+        # kube-apiserver also serves it as gnostic protobuf (what client-go's discovery asks
+        # for); the sandbox has JSON only and says so with 406, as for any unserved type.
+        accept = request.headers.get("Accept", "*/*")
+        if not any(
+            kind.split(";")[0].strip() in (JSON, "application/*", "*/*")
+            for kind in accept.split(",")
+        ):
+            raise api_errors.not_acceptable()
+        return json_response(openapi.v2_document(self._types()))
+
     async def _openapi_paths(self, _: web.Request) -> web.StreamResponse:
-        return json_response(discovery.openapi_paths(self._types()))
+        return json_response(openapi.v3_index(self._types()))
 
     async def _openapi_document(self, request: web.Request) -> web.StreamResponse:
         info = request.match_info
-        document = discovery.openapi_document(self._types(), info.get("group", ""), info["version"])
+        document = openapi.v3_document(self._types(), info.get("group", ""), info["version"])
         if document is None:
             raise api_errors.path_not_found()
         return json_response(document)
@@ -454,7 +468,7 @@ class ApiServer:
             return yaml.safe_load(text)
         if content_type not in (JSON, "", "text/plain", "*/*"):
             raise api_errors.unsupported_media_type(content_type)
-        return json.loads(text)
+        return loads(text)
 
     @staticmethod
     def _dry_run(request: web.Request) -> bool:
