@@ -13,6 +13,7 @@ import click
 from precedent import retrieval_cli
 from precedent.adapters.loader import NamedRequest, load_requests
 from precedent.catalog_cli import catalog, serve_command
+from precedent.core.printable import printable
 from precedent.demo import demo_command
 from precedent.errors import InputError, PrecedentError
 from precedent.gate import EXIT_GATE, gate_fails, write_junit
@@ -156,6 +157,10 @@ def score(
     except PrecedentError as exc:
         fail(str(exc))
         return
+    for req, a in results:
+        for warning in a.warnings:
+            where = f"{req.namespace or 'default'}/{req.name}"
+            click.echo(f"warning: {where}: {printable(warning.message)}", err=True)
     if output == "table":
         click.echo(_score_table(results))
         if service.facts is None:

@@ -625,6 +625,15 @@ class RequestContext(WireModel):
     )
 
 
+class SpecWarning(WireModel):
+    """Input that is valid but probably not what the requester meant."""
+
+    reason: str = Field(description="UnknownAction or UnknownLabelKey.", max_length=64)
+    message: str = Field(
+        description="The field, and the known name it is close to.", max_length=1024
+    )
+
+
 class Assessment(WireModel):
     """Everything Precedent says about one request; written into its status."""
 
@@ -648,6 +657,11 @@ class Assessment(WireModel):
         default=None, description="The environment and cluster the answer used, and their source."
     )
     input_hash: str = Field(description="sha256 of the canonical spec and history snapshot.")
+    warnings: list[SpecWarning] = Field(
+        default_factory=list,
+        description="Input that is valid but probably a mistake: an action no registry lists, "
+        "a label key close to one Precedent reads (with a suggestion).",
+    )
 
 
 class Condition(WireModel):

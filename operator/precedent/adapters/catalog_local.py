@@ -53,6 +53,7 @@ class LocalPlaybookCatalog:
         self._lock = threading.Lock()
         # Incident types the playbooks declare: the values a metric label may take.
         self._types: dict[str, frozenset[str]] = {p.id: _incident_types(p) for p in playbooks}
+        self._keys: set[str] = {key for p in playbooks for key in p.labels}
 
     @classmethod
     def from_paths(
@@ -91,6 +92,7 @@ class LocalPlaybookCatalog:
         with self._lock:
             self._index.upsert(playbook)
             self._types[playbook.id] = _incident_types(playbook)
+            self._keys.update(playbook.labels)
 
     def remove(self, playbook_id: str) -> bool:
         """Drop one playbook (its object was deleted); False if it was not there."""
@@ -103,6 +105,11 @@ class LocalPlaybookCatalog:
         with self._lock:
             wanted = incident_type.strip().lower()
             return any(wanted in types for types in self._types.values())
+
+    def label_keys(self) -> frozenset[str]:
+        """Every label key some playbook is written for (what a request's labels may name)."""
+        with self._lock:
+            return frozenset(self._keys)
 
     def get(self, playbook_id: str) -> Playbook | None:
         """The playbook with this id, or None (outcome counts refresh it)."""

@@ -46,6 +46,7 @@ from precedent.core.ranking import RankingWeights, boost_parts
 from precedent.core.risk_model import OutcomeEvidence
 from precedent.core.similarity import SIMILARITY_THRESHOLD
 from precedent.core.snapshot import History
+from precedent.core.typos import InputWarning, input_warnings
 from precedent.errors import DependencyError, InputError, describe_validation
 from precedent.models import (
     Assessment,
@@ -58,6 +59,7 @@ from precedent.models import (
     RiskAssessment,
     RiskFactor,
     SimilarIncident,
+    SpecWarning,
 )
 from precedent.services.approvals import no_more_permissive
 from precedent.services.blast_radius import BlastRadiusService, reasoning
@@ -543,6 +545,19 @@ class AssessmentService:
             blast_radius=blast,
             context=context,
             input_hash=self._input_hash(request.spec, history),
+            warnings=[
+                SpecWarning(reason=w.reason, message=w.message[:1024])
+                for w in self.warnings(request.spec)
+            ],
+        )
+
+    def warnings(self, spec: RemediationRequestSpec) -> list[InputWarning]:
+        """An action the policy's registry does not list, a label key close to a known one."""
+        return input_warnings(
+            spec.action,
+            spec.labels,
+            actions=self.policy.registry.levels,
+            label_keys=self.catalog.label_keys(),
         )
 
     def _for_this_action(

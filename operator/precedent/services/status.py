@@ -84,6 +84,7 @@ class StatusUpdate:
             [
                 *_phase("ready", "Assessed", text),
                 approval_condition(assessment, expired=expired),
+                *_warning_condition(assessment),
             ],
             generation,
             now,
@@ -99,7 +100,10 @@ class StatusUpdate:
             observed_generation=generation, conditions=conditions, assessment=assessment
         )
         claim = assessment.context.claim if assessment.context is not None else None
-        notes = (EventNote("Warning", "UnverifiedClaim", claim),) if claim else ()
+        notes: tuple[EventNote, ...] = (
+            (EventNote("Warning", "UnverifiedClaim", claim),) if claim else ()
+        )
+        notes += tuple(EventNote("Warning", w.reason, w.message) for w in assessment.warnings)
         return cls("assessed", status, text, event, notes=notes)
 
     @classmethod
@@ -338,3 +342,12 @@ class IncidentStatus:
         conditions = merge_conditions(previous, [update], generation=generation, now=now)
         event = EventNote("Warning", problem[0], problem[1]) if problem and changed else None
         return cls({"observedGeneration": generation, "conditions": conditions}, changed, event)
+
+
+def _warning_condition(assessment: Assessment) -> list[ConditionUpdate]:
+    """``InputWarnings``: True while the spec has a probable mistake (an unknown action, a
+    misspelt label key), with the first reason and every message; absent when there is none."""
+    if not assessment.warnings:
+        return []
+    message = "; ".join(w.message for w in assessment.warnings)
+    return [ConditionUpdate("InputWarnings", "True", assessment.warnings[0].reason, message)]
