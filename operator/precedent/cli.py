@@ -102,6 +102,15 @@ def main() -> None:
     "--fail-on gate stops it), for CI systems that show test reports.",
 )
 @click.option(
+    "--as-of",
+    "as_of",
+    metavar="TIME",
+    envvar="PRECEDENT_AS_OF",
+    default=None,
+    help="Score as of this RFC 3339 time instead of now (incidents age with time: the same "
+    "input then gives the same output, in CI and in docs). Default: $PRECEDENT_AS_OF or now.",
+)
+@click.option(
     "--cluster",
     metavar="NAME",
     help="The target cluster's name (as PRECEDENT_CLUSTER_NAME in the operator), matched by "
@@ -117,6 +126,7 @@ def score(
     facts: tuple[str, ...],
     fail_on: str | None,
     junit_path: str | None,
+    as_of: str | None,
     cluster: str | None,
 ) -> None:
     """Score RemediationRequest documents in PATHS (files, directories, or - for stdin).
@@ -149,7 +159,7 @@ def score(
             service,
             service.assess_many(
                 [r.spec for r in requests],
-                now=datetime.now(UTC),
+                now=_as_of(as_of),
                 namespaces=[r.namespace for r in requests],
             ),
         )
@@ -190,6 +200,18 @@ def score(
             err=True,
         )
         sys.exit(EXIT_GATE)
+
+
+def _as_of(text: str | None) -> datetime:
+    if text is None or not text.strip():
+        return datetime.now(UTC)
+    try:
+        when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(f"--as-of {text!r}: not an RFC 3339 time (2026-11-25T00:00:00Z)") from None
+    if when.tzinfo is None:
+        raise InputError(f"--as-of {text!r}: give a time zone (Z or +01:00)")
+    return when
 
 
 def _score_table(results: Sequence[tuple[NamedRequest, Assessment]]) -> str:

@@ -1,8 +1,8 @@
 """The README's install commands, run as written, with real kubectl, against a fresh sandbox.
 
 kubectl runs with validation on (its default: ``fieldValidation=Strict``, checked against the
-OpenAPI documents the sandbox serves). The commands are read from the README's "Deploying to a
-real cluster" section, so the test and the README cannot drift apart.
+OpenAPI documents the sandbox serves). The commands are read from the README's "Install on a
+cluster" section, so the test and the README cannot drift apart.
 """
 
 from __future__ import annotations
@@ -37,11 +37,11 @@ INSTALL = [
 
 
 def readme_install() -> list[str]:
-    """The first three commands of the README's "Deploying to a real cluster" block."""
+    """The first three commands of the README's "Install on a cluster" block."""
     text = (REPO / "README.md").read_text()
-    section = text.split("## Deploying to a real cluster\n", 1)[1]
+    section = text.split("## Install on a cluster\n", 1)[1]
     block = re.search(r"```console\n(.*?)```", section, re.DOTALL)
-    assert block is not None, "no console block under 'Deploying to a real cluster'"
+    assert block is not None, "no console block under 'Install on a cluster'"
     commands = [line[2:].split("  #")[0].strip() for line in block[1].splitlines()]
     return commands[: len(INSTALL)]
 

@@ -23,9 +23,10 @@ def binary(name: str) -> str:
 
 
 def readme_anchors() -> set[str]:
-    """The anchors GitHub gives the README's headings (lower case, punctuation dropped)."""
+    """The anchors GitHub gives the headings of the monitoring page (the alerts' runbooks):
+    lower case, punctuation dropped."""
     anchors = set()
-    for line in (REPO / "README.md").read_text().splitlines():
+    for line in (REPO / "docs" / "monitoring.md").read_text().splitlines():
         if line.startswith("#"):
             title = line.lstrip("#").strip().lower()
             anchors.add(re.sub(r"[^\w\- ]", "", title).replace(" ", "-"))

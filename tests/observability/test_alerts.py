@@ -1,5 +1,5 @@
 """The alerting rules: valid for promtool, unit-tested by promtool, one source for both files,
-every runbook a README section, every metric one the operator exports."""
+every runbook a section of docs/monitoring.md, every metric one the operator exports."""
 
 from __future__ import annotations
 
@@ -62,8 +62,8 @@ def test_every_alert_has_a_runbook_section_in_the_readme() -> None:
     anchors = readme_anchors()
     for rule in alerts():
         url = rule["annotations"]["runbook_url"]
-        assert url.endswith(f"README.md#{rule['alert'].lower()}"), url
-        assert rule["alert"].lower() in anchors, f"README has no section {rule['alert']}"
+        assert url.endswith(f"docs/monitoring.md#{rule['alert'].lower()}"), url
+        assert rule["alert"].lower() in anchors, f"docs/monitoring.md has no {rule['alert']}"
         assert rule["labels"]["severity"] in {"critical", "warning"}
 
 
