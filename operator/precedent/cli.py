@@ -72,7 +72,8 @@ def main() -> None:
     "--risk-model",
     type=click.Choice(["seed", "default"]),
     default=None,
-    help="seed: seed 000's formula as written; default: the discriminating model. Default: "
+    help="seed: the specification's SRI formula as written (docs/design-origins.md); default: "
+    "the discriminating model. Default: "
     "$PRECEDENT_RISK_MODEL or default.",
 )
 @click.option(

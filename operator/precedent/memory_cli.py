@@ -128,7 +128,7 @@ def push_command(history: Path | None) -> None:
 @click.option("--resource-type", "resource_type", required=True, help="e.g. deployment.")
 @click.option("--max-results", type=click.IntRange(1, 100), default=None)
 def search_command(text: str, resource_type: str, max_results: int | None) -> None:
-    """Run seed 001's query for TEXT and print the hits."""
+    """Run the fleet memory's query for TEXT and print the hits."""
     if not text.strip():
         fail("TEXT: the query is empty")
     settings = settings_or_fail()
