@@ -139,7 +139,9 @@ async def configure_outcomes(
     try:
         for obj in await api.list_cluster_objects("remediationrequests"):
             meta = obj.get("metadata") or {}
-            memo.outcomes.observe(str(meta.get("uid", "")), obj.get("spec") or {})
+            memo.outcomes.observe(
+                str(meta.get("uid", "")), obj.get("spec") or {}, obj.get("status") or {}
+            )
     except PrecedentError as exc:  # the API server is away: kopf runs this again
         raise kopf.TemporaryError(f"cannot list RemediationRequests: {exc}", delay=5) from None
     # Approvals read and patch the request they point at through the same client.
@@ -442,10 +444,12 @@ def _outcome_may_change(
 
 
 @kopf.on.event(*REQUESTS, id="outcome-ledger", when=_outcome_may_change)
-def observe_outcome(uid: str, spec: kopf.Spec, memo: kopf.Memo, **_: Any) -> None:
-    """Keep the ledger of reported outcomes (by request uid) in step with the requests."""
+def observe_outcome(
+    uid: str, spec: kopf.Spec, status: kopf.Status, memo: kopf.Memo, **_: Any
+) -> None:
+    """Keep the ledger of accepted outcomes (by request uid) in step with the requests."""
     outcomes: OutcomeService = memo.outcomes
-    outcomes.observe(uid, spec)
+    outcomes.observe(uid, spec, status)
 
 
 @kopf.on.event(*REQUESTS, id="outcome-deleted", when=lambda type, **_: type == "DELETED")
