@@ -300,7 +300,7 @@ class OutcomeService:
         outcome = parsed.outcome
         if outcome is None:
             raise InputError("spec.outcome: required field is missing")
-        body = {"metadata": {"uid": request.uid}, "status": status}
+        body: dict[str, Any] = {"metadata": {"uid": request.uid}, "status": status}
         if not approved_before(body, generation, self.trusted):
             return self._ignored(outcome.result, status, generation, now)
         self._count(request.uid, spec)  # accepted: it counts from now on
@@ -382,8 +382,8 @@ class OutcomeService:
 def accepted(status: Mapping[str, Any]) -> bool:
     """Whether the request's status records its outcome as handled and accepted."""
     record = status.get("outcome") or {}
-    return isinstance(record, Mapping) and bool(record.get("handledAt")) and not record.get(
-        "ignored"
+    return (
+        isinstance(record, Mapping) and bool(record.get("handledAt")) and not record.get("ignored")
     )
 
 

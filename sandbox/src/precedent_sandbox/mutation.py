@@ -57,8 +57,8 @@ from precedent_sandbox.policy import (
     GROUP,
     PolicyError,
     _Authorizer,
-    _evaluate,
     _error_text,
+    _evaluate,
     _Request,
     _request_value,
 )

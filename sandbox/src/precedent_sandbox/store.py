@@ -27,13 +27,13 @@ from precedent_sandbox import errors as api_errors
 from precedent_sandbox.auth import CURRENT_USER
 from precedent_sandbox.errors import FieldError
 from precedent_sandbox.meta import FieldSelector, LabelSelector, generate_name
+from precedent_sandbox.mutation import MutatingPolicyAdmission
 from precedent_sandbox.objects import Obj, Stored, encode
 from precedent_sandbox.patch import (
     apply_json_patch,
     apply_merge_patch,
     apply_strategic_merge_patch,
 )
-from precedent_sandbox.mutation import MutatingPolicyAdmission
 from precedent_sandbox.policy import PolicyAdmission
 from precedent_sandbox.registry import BUILTINS, ResourceType, resource_type_from_crd
 from precedent_sandbox.watch import Bucket, Event, Watcher, replay
