@@ -215,15 +215,16 @@ def demo_command(data_dir: Path, crds_dir: Path | None, show: str, timeout: floa
                 click.echo(table_rows(table, namespace_column=True))
                 _show_blast_radius(client, requests)
                 _show_status(client, requests, show)
-                _report_outcome(client, requests, timeout)
                 _approve_escalated(client, kubeconfig, requests, timeout)
+                _report_outcome(client, requests, timeout)
             finally:
                 _stop(operator)
     click.echo("\nstopped the operator and the sandbox")
 
 
-OUTCOME_REQUEST = "rollback-search-api"
-OUTCOME_PLAYBOOK = "deployment-rollback"
+# The approved request whose run fails (outcomes count only for an approved action).
+OUTCOME_REQUEST = "update-config-sql-prod"
+OUTCOME_PLAYBOOK = "azure-sql-server-parameter-change"
 
 
 def _playbook_counts(client: httpx.Client, name: str) -> str:
@@ -237,7 +238,8 @@ def _playbook_counts(client: httpx.Client, name: str) -> str:
 def _report_outcome(
     client: httpx.Client, requests: list[tuple[str, str | None, str]], timeout: float
 ) -> None:
-    """The outcome loop: an executor reports a failed run; counts move, an Incident appears."""
+    """The outcome loop: the executor of the approved request reports a failed run; counts
+    move, an Incident appears."""
     target = next(((ns, n) for _, ns, n in requests if n == OUTCOME_REQUEST), None)
     if target is None:
         return
@@ -245,8 +247,8 @@ def _report_outcome(
     before = _playbook_counts(client, OUTCOME_PLAYBOOK)
     outcome = {
         "result": "failed",
-        "playbook": {"id": OUTCOME_PLAYBOOK, "version": "v1.4"},
-        "message": "rollout undo stalled: the previous ReplicaSet's image was garbage-collected",
+        "playbook": {"id": OUTCOME_PLAYBOOK, "version": "v1.0"},
+        "message": "a legacy reporting client still negotiated TLS 1.1 and lost its connection",
     }
     click.echo(
         f"\n$ kubectl patch rr {name} -n {namespace} --type merge "

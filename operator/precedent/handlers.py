@@ -152,7 +152,9 @@ async def configure_outcomes(
         for obj in await api.list_cluster_objects("remediationrequests"):
             meta = obj.get("metadata") or {}
             try:
-                memo.outcomes.observe(str(meta.get("uid", "")), obj.get("spec") or {})
+                memo.outcomes.observe(
+                    str(meta.get("uid", "")), obj.get("spec") or {}, obj.get("status") or {}
+                )
             except Exception:  # no single object can stop the operator from starting
                 logger.exception(
                     "outcome of RemediationRequest %s/%s not counted",
@@ -518,10 +520,12 @@ def _outcome_may_change(
 
 
 @kopf.on.event(*REQUESTS, id="outcome-ledger", when=_outcome_may_change)
-def observe_outcome(uid: str, spec: kopf.Spec, memo: kopf.Memo, **_: Any) -> None:
-    """Keep the ledger of reported outcomes (by request uid) in step with the requests."""
+def observe_outcome(
+    uid: str, spec: kopf.Spec, status: kopf.Status, memo: kopf.Memo, **_: Any
+) -> None:
+    """Keep the ledger of accepted outcomes (by request uid) in step with the requests."""
     outcomes: OutcomeService = memo.outcomes
-    outcomes.observe(uid, spec)
+    outcomes.observe(uid, spec, status)
 
 
 @kopf.on.event(*REQUESTS, id="outcome-deleted", when=lambda type, **_: type == "DELETED")

@@ -347,7 +347,11 @@ def build_outcomes(
     """Outcome handling over the service's in-process catalog, with the same success prior;
     its ledger becomes the service's base-rate evidence."""
     outcomes = OutcomeService(
-        service.catalog, prior=settings.success_prior, cluster=cluster, memory=service.memory
+        service.catalog,
+        prior=settings.success_prior,
+        cluster=cluster,
+        memory=service.memory,
+        trusted=service.signer.answered,
     )
     service.evidence = outcomes.evidence
     return outcomes

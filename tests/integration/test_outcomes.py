@@ -12,6 +12,12 @@ import pytest
 from precedent.adapters.loader import iter_documents
 from precedent.core.outcomes import INCIDENT_REFERENCE_ANNOTATION, incident_name
 from tests.integration.conftest import DATA, Cluster, eventually
+from tests.integration.test_approvals import (
+    approval,
+    approved_condition,
+    condition,
+    create_approval,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -19,6 +25,13 @@ API = "/apis/precedent.dev/v1alpha1"
 PLAYBOOK = "service-degradation-rolling-restart"
 PRIOR = (58, 51)  # its spec.history in data/playbooks/workloads.yaml
 MERGE = {"Content-Type": "application/merge-patch+json"}
+
+
+@pytest.fixture(autouse=True)
+def audit_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Audit-only mode: every answered request may run (seed 000's restart is Denied in
+    enforce mode, and only an approved action reports an outcome the operator counts)."""
+    monkeypatch.setenv("PRECEDENT_POLICY_MODE", "audit")
 
 
 def restart_request(name: str) -> dict[str, Any]:
@@ -30,6 +43,7 @@ def restart_request(name: str) -> dict[str, Any]:
     ]
     body = copy.deepcopy(body)
     body["metadata"] = {"name": name, "namespace": "default"}
+    body["spec"]["requester"] = "rita"  # what admission records on a cluster; alice approves
     return body
 
 
@@ -45,12 +59,27 @@ def defrag_request(name: str) -> dict[str, Any]:
             "description": "Defragment vol-9 to recover write throughput",
             "signal": {"name": "VolumeWriteLatencyHigh", "severity": "critical"},
             "labels": {"environment": "production"},
+            "requester": "rita",
         },
     }
 
 
+def approve(cluster: Cluster, name: str) -> None:
+    """Approve the (answered) request unless policy already did: outcomes count only for an
+    approved action."""
+    answer = cluster.wait_ready(name)
+    if condition(answer, "Approved")["status"] == "True":
+        return
+    assert answer["status"]["risk"]["decision"] == "Escalated", "only an escalation is approved"
+    level = answer["status"]["policy"]["accessLevel"]
+    create_approval(cluster, approval(f"{name}-ok", name, accessLevel=level))
+    approved_condition(cluster, name, "Approved")
+
+
 def report(cluster: Cluster, name: str, outcome: dict[str, Any]) -> Any:
-    """``kubectl patch rr NAME --type merge -p '{"spec":{"outcome":…}}'``."""
+    """``kubectl patch rr NAME --type merge -p '{"spec":{"outcome":…}}'`` after the action ran
+    (the request approved first)."""
+    approve(cluster, name)
     return cluster.client.patch(
         f"{API}/namespaces/default/remediationrequests/{name}",
         json={"spec": {"outcome": outcome}},

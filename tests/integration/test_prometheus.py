@@ -162,7 +162,13 @@ def test_dashboard_and_alerts_against_the_real_operator(cluster: Cluster, tmp_pa
                 and c["status"] == "True"
             )
         )
-        first = requests[0]["metadata"]["name"]
+        # Outcomes count only on approved requests: report on one policy approved.
+        first = next(
+            b["metadata"]["name"]
+            for b in requests
+            if cluster.get_request(b["metadata"]["name"])["status"]["risk"]["decision"]
+            == "Approved"
+        )
         outcome = {"spec": {"outcome": {"result": "succeeded", "message": "pods restarted"}}}
         path = f"/apis/precedent.dev/v1alpha1/namespaces/default/remediationrequests/{first}"
         assert cluster.client.patch(path, json=outcome, headers=MERGE).status_code == 200

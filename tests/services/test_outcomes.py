@@ -43,6 +43,31 @@ REQUEST: dict[str, Any] = {
 }
 
 
+ACCEPTED: dict[str, Any] = {"outcome": {"result": "failed", "handledAt": "2026-03-02T12:00:00Z"}}
+
+
+def answered(svc: OutcomeService, uid: str, decision: str = "Approved") -> dict[str, Any]:
+    """An answer the operator signed at generation 1 (Approved unless told otherwise)."""
+    status: dict[str, Any] = {
+        "observedGeneration": 1,
+        "risk": {"decision": decision, "band": "low", "score": 12.0},
+        "conditions": [
+            {
+                "type": "Ready",
+                "status": "True",
+                "reason": "Assessed",
+                "message": "",
+                "observedGeneration": 1,
+                "lastTransitionTime": "2026-03-02T11:00:00Z",
+            },
+        ],
+    }
+    signer = getattr(svc.trusted, "__self__", None)
+    assert signer is not None
+    status["mark"] = signer.sign(uid, status)
+    return status
+
+
 def with_outcome(result: str, playbook: str | None = "rolling-restart") -> dict[str, Any]:
     outcome: dict[str, Any] = {"result": result, "message": f"the restart {result}"}
     if playbook:
@@ -80,9 +105,13 @@ def test_outcomes_are_recounted_from_the_set_and_counted_once(sandbox: SandboxTh
         svc, api = outcomes(sandbox, registry)
         try:
             for _ in range(3):  # replayed events
-                svc.observe("uid-1", with_outcome("failed"))
-                svc.observe("uid-2", with_outcome("succeeded"))
-                svc.observe("uid-3", REQUEST)  # no outcome yet
+                svc.observe("uid-1", with_outcome("failed"), ACCEPTED)
+                svc.observe("uid-2", with_outcome("succeeded"), ACCEPTED)
+                svc.observe("uid-3", REQUEST, {})  # no outcome yet
+                # Reported, but not accepted (yet, or ignored): counts nowhere.
+                svc.observe("uid-4", with_outcome("failed"), {})
+                ignored = {"outcome": {**ACCEPTED["outcome"], "ignored": "NotApproved"}}
+                svc.observe("uid-5", with_outcome("failed"), ignored)
             assert len(svc.ledger) == 2
             assert (
                 svc.counts("rolling-restart").executions,
@@ -127,22 +156,10 @@ def test_handling_creates_the_incident_once_and_records_the_handling(
 ) -> None:
     registry = CollectorRegistry()
     request = RequestRef(namespace="shop", name="restart-1", uid="0a1b2c3d-4e5f")
-    status = {
-        "observedGeneration": 1,
-        "conditions": [
-            {
-                "type": "Ready",
-                "status": "True",
-                "reason": "Assessed",
-                "message": "",
-                "observedGeneration": 1,
-                "lastTransitionTime": "2026-03-02T11:00:00Z",
-            },
-        ],
-    }
 
     async def run() -> None:
         svc, api = outcomes(sandbox, registry)
+        status = answered(svc, request.uid)
         try:
             first = await svc.handle(
                 request, with_outcome("failed"), generation=2, status=status, now=NOW
@@ -179,23 +196,25 @@ def test_handling_creates_the_incident_once_and_records_the_handling(
     assert registry.get_sample_value("precedent_outcomes_total", {"result": "failed"}) == 2
 
 
-def test_a_success_creates_no_incident_and_an_unanswered_status_is_left_alone(
+def test_a_success_creates_no_incident(
     sandbox: SandboxThread,
 ) -> None:
     async def run() -> None:
         svc, api = outcomes(sandbox, CollectorRegistry())
         try:
+            status = answered(svc, "u-1")
             handled = await svc.handle(
                 RequestRef("shop", "r", "u-1"),
                 with_outcome("succeeded", playbook=None),
                 generation=2,
-                status={},
+                status=status,
                 now=NOW,
             )
             assert handled.incident is None
             assert handled.playbook is None
-            assert handled.status == {
-                "outcome": {"result": "succeeded", "handledAt": "2026-03-02T12:00:00Z"}
+            assert handled.status["outcome"] == {
+                "result": "succeeded",
+                "handledAt": "2026-03-02T12:00:00Z",
             }
             assert handled.event.type == "Normal"
             assert OutcomeService.already_handled(handled.status)
@@ -208,6 +227,52 @@ def test_a_success_creates_no_incident_and_an_unanswered_status_is_left_alone(
 
     asyncio.run(run())
     assert httpx.get(f"{sandbox.url}{API_PREFIX}/incidents").json()["items"] == []
+
+
+@pytest.mark.parametrize(
+    "status_of",
+    [
+        pytest.param(lambda svc: {}, id="never-answered"),
+        pytest.param(lambda svc: answered(svc, "u-9", decision="Escalated"), id="escalated"),
+        pytest.param(lambda svc: answered(svc, "u-9", decision="Denied"), id="denied"),
+        pytest.param(
+            lambda svc: {**answered(svc, "u-9"), "mark": "hmac-sha256:forged"}, id="forged-mark"
+        ),
+        pytest.param(
+            lambda svc: {**answered(svc, "u-9"), "observedGeneration": 2}, id="same-generation"
+        ),
+    ],
+)
+def test_an_outcome_on_a_request_never_approved_is_ignored(
+    sandbox: SandboxThread, status_of: Any
+) -> None:
+    registry = CollectorRegistry()
+
+    async def run() -> None:
+        svc, api = outcomes(sandbox, registry)
+        try:
+            before = svc.counts("rolling-restart")
+            handled = await svc.handle(
+                RequestRef("shop", "fake", "u-9"),
+                with_outcome("failed"),
+                generation=2,
+                status=status_of(svc),
+                now=NOW,
+            )
+            assert handled.status["outcome"]["ignored"] == "NotApproved"
+            assert handled.incident is None
+            assert (handled.event.type, handled.event.reason) == ("Warning", "OutcomeIgnored")
+            assert svc.counts("rolling-restart") == before
+            assert len(svc.ledger) == 0
+            # The event that follows the status write does not count it either.
+            svc.observe("u-9", with_outcome("failed"), handled.status)
+            assert len(svc.ledger) == 0
+        finally:
+            await api.aclose()
+
+    asyncio.run(run())
+    assert httpx.get(f"{sandbox.url}{API_PREFIX}/incidents").json()["items"] == []
+    assert registry.get_sample_value("precedent_outcomes_total", {"result": "failed"}) is None
 
 
 def test_the_client_logs_in_again_once_after_a_401() -> None:

@@ -14,6 +14,14 @@ Handling one outcome (:meth:`OutcomeService.handle`), idempotent at every step:
 3. an Event, the ``precedent_outcomes_total`` metric, and ``status.outcome`` on the request —
    the mark that the outcome was handled, checked before handling again.
 
+Outcomes come from executors, after an approved action ran: an outcome is accepted only on a
+request whose answer (signed by this operator) said Approved — by policy, by an accepted
+approval, or audit-only — before the outcome arrived (an earlier generation). Any other is
+recorded as ignored (``status.outcome.ignored``, a Warning Event ``OutcomeIgnored``): it
+counts in no playbook, no base rate and no Incident, now or later. The ledger counts only
+outcomes whose ``status.outcome`` says accepted. Admission refuses such writes in the first
+place (``manifests/admission/outcome.yaml``); this is the check for clusters without it.
+
 The in-process catalog scores with the live counts, so seed 004's historical part of the next
 confidence follows the reported outcomes.
 """
@@ -23,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Protocol
@@ -54,7 +62,12 @@ __all__ = [
     "OutcomeLedger",
     "OutcomeService",
     "RequestRef",
+    "approved_before",
 ]
+
+# Why an outcome counts nowhere (status.outcome.ignored).
+NOT_APPROVED = "NotApproved"
+APPROVED_STATES = frozenset({"Approved", "AuditOnly"})
 
 logger = logging.getLogger(__name__)
 
@@ -166,8 +179,12 @@ class OutcomeService:
         cluster: ClusterWriter | None = None,
         metrics: Metrics = METRICS,
         memory: FleetMemory | None = None,
+        trusted: Callable[[Mapping[str, Any]], bool] | None = None,
     ) -> None:
         self.catalog = catalog
+        # Whether a request's status is this operator's answer (its signed mark); None trusts
+        # every status (tests of the counting alone).
+        self.trusted = trusted
         self.prior = prior
         self.ledger = ledger or OutcomeLedger()
         self.cluster = cluster
@@ -179,8 +196,18 @@ class OutcomeService:
 
     # -- the ledger follows the requests; the catalog follows the ledger ---------------------
 
-    def observe(self, uid: str, spec: Mapping[str, Any]) -> OutcomeRecord | None:
-        """Record the outcome in a request's spec (None: none reported, or an invalid spec)."""
+    def observe(
+        self, uid: str, spec: Mapping[str, Any], status: Mapping[str, Any] | None
+    ) -> OutcomeRecord | None:
+        """Record the outcome in a request's spec if the operator accepted it (its
+        ``status.outcome`` says handled, not ignored); None: none reported, not accepted (yet),
+        or an invalid spec."""
+        if not accepted(status or {}):
+            self._refresh(self.ledger.forget(uid))
+            return None
+        return self._count(uid, spec)
+
+    def _count(self, uid: str, spec: Mapping[str, Any]) -> OutcomeRecord | None:
         try:
             record = outcome_record(uid, parse_request_spec(spec))
         except (InputError, ValueError):
@@ -273,7 +300,10 @@ class OutcomeService:
         outcome = parsed.outcome
         if outcome is None:
             raise InputError("spec.outcome: required field is missing")
-        self.observe(request.uid, spec)  # the index normally did; never count on event order
+        body: dict[str, Any] = {"metadata": {"uid": request.uid}, "status": status}
+        if not approved_before(body, generation, self.trusted):
+            return self._ignored(outcome.result, status, generation, now)
+        self._count(request.uid, spec)  # accepted: it counts from now on
         playbook = outcome.playbook.id if outcome.playbook else None
         counts = await self.sync_playbook(playbook) if playbook else None
         incident = None
@@ -319,9 +349,61 @@ class OutcomeService:
             event=_event(outcome.result, playbook, counts, incident),
         )
 
+    def _ignored(
+        self,
+        result: RequestOutcomeResult,
+        status: Mapping[str, Any],
+        generation: int,
+        now: datetime,
+    ) -> HandledOutcome:
+        """An outcome on a request that was never approved: recorded, counted nowhere."""
+        record = {"result": result.value, "handledAt": _rfc3339(now), "ignored": NOT_APPROVED}
+        patch: dict[str, Any] = {"outcome": record}
+        patch.update(_answered_at(status, generation))
+        message = (
+            f"outcome {result.value} ignored: the request was not approved before it was "
+            "reported (an outcome counts only for an approved action; it changes no playbook, "
+            "base rate or incident)"
+        )
+        return HandledOutcome(
+            result=result,
+            playbook=None,
+            counts=None,
+            incident=None,
+            status=patch,
+            event=EventNote("Warning", "OutcomeIgnored", message),
+        )
+
     def evidence(self) -> OutcomeEvidence:
         """The base-rate evidence snapshot for the risk model."""
         return self.ledger.evidence()
+
+
+def accepted(status: Mapping[str, Any]) -> bool:
+    """Whether the request's status records its outcome as handled and accepted."""
+    record = status.get("outcome") or {}
+    return (
+        isinstance(record, Mapping) and bool(record.get("handledAt")) and not record.get("ignored")
+    )
+
+
+def approved_before(
+    body: Mapping[str, Any],
+    generation: int,
+    trusted: Callable[[Mapping[str, Any]], bool] | None,
+) -> bool:
+    """Whether the operator's own answer (a valid mark) approved the request at a generation
+    before ``generation``, the one that carries the outcome: by policy (decision Approved), by
+    an accepted approval, or in audit-only mode."""
+    status = body.get("status") or {}
+    if trusted is not None and not trusted(body):
+        return False
+    observed = status.get("observedGeneration")
+    if not isinstance(observed, int) or observed >= generation:
+        return False  # answered with the outcome already in the spec: it did not wait
+    decision = (status.get("risk") or {}).get("decision")
+    approval = ((status.get("policy") or {}).get("approval") or {}).get("state")
+    return decision == "Approved" or approval in APPROVED_STATES
 
 
 def _names(request: RequestRef) -> tuple[str, str]:

@@ -15,6 +15,7 @@ from precedent_sandbox import errors as api_errors
 from precedent_sandbox.cel import check_rules
 from precedent_sandbox.errors import FieldError
 from precedent_sandbox.meta import validate_metadata
+from precedent_sandbox.mutation import mutating_policy_problems
 from precedent_sandbox.objects import Obj, Stored, duplicate_fields
 from precedent_sandbox.registry import ResourceType, crd_problems
 
@@ -152,10 +153,15 @@ def validate(rtype: ResourceType, obj: Obj, old: Obj | None, name: str) -> None:
         found.extend(crd_problems(obj))
     if rtype.strategy is not None:
         found.extend(rtype.strategy.validate(obj, old))
-    if rtype.group == "admissionregistration.k8s.io" and rtype.plural == (
-        "validatingadmissionpolicybindings"
+    if rtype.group == "admissionregistration.k8s.io" and rtype.plural in (
+        "validatingadmissionpolicybindings",
+        "mutatingadmissionpolicybindings",
     ):
         found.extend(param_ref_problems((obj.get("spec") or {}).get("paramRef")))
+    if rtype.group == "admissionregistration.k8s.io" and rtype.plural == (
+        "mutatingadmissionpolicies"
+    ):
+        found.extend(mutating_policy_problems(obj.get("spec")))
     if found:
         raise api_errors.invalid(rtype.kind, rtype.group, name or "", found)
 

@@ -269,7 +269,7 @@ _ADMISSION = "admissionregistration.k8s.io"
 
 
 def _security_builtins() -> list[ResourceType]:
-    """ServiceAccounts, RBAC, ValidatingAdmissionPolicies and the self-reviews."""
+    """ServiceAccounts, RBAC, Validating and MutatingAdmissionPolicies and the self-reviews."""
     return [
         _plain("", "serviceaccounts", "ServiceAccount", namespaced=True, short_names=["sa"]),
         _plain(_RBAC, "roles", "Role", namespaced=True),
@@ -290,6 +290,23 @@ def _security_builtins() -> list[ResourceType]:
             "ValidatingAdmissionPolicyBinding",
             namespaced=False,
             categories=["api-extensions"],
+        ),
+        # Mutating policies: v1 (Kubernetes 1.36) and v1beta1 (1.34 and 1.35), one schema.
+        _plain(
+            _ADMISSION,
+            "mutatingadmissionpolicies",
+            "MutatingAdmissionPolicy",
+            namespaced=False,
+            categories=["api-extensions"],
+            served_versions=["v1", "v1beta1"],
+        ),
+        _plain(
+            _ADMISSION,
+            "mutatingadmissionpolicybindings",
+            "MutatingAdmissionPolicyBinding",
+            namespaced=False,
+            categories=["api-extensions"],
+            served_versions=["v1", "v1beta1"],
         ),
         _review("authorization.k8s.io", "selfsubjectaccessreviews", "SelfSubjectAccessReview"),
         _review("authentication.k8s.io", "selfsubjectreviews", "SelfSubjectReview"),

@@ -27,6 +27,7 @@ from precedent_sandbox import errors as api_errors
 from precedent_sandbox.auth import CURRENT_USER
 from precedent_sandbox.errors import FieldError
 from precedent_sandbox.meta import FieldSelector, LabelSelector, generate_name
+from precedent_sandbox.mutation import MutatingPolicyAdmission
 from precedent_sandbox.objects import Obj, Stored, encode
 from precedent_sandbox.patch import (
     apply_json_patch,
@@ -74,6 +75,8 @@ class Store:
         # ValidatingAdmissionPolicies apply whatever the authorization mode, as in Kubernetes;
         # their ``authorizer`` allows everything until the sandbox turns RBAC on.
         self.policies = PolicyAdmission(self, lambda user, attrs: (True, ""))
+        # MutatingAdmissionPolicies run before validation (and share the matcher above).
+        self.mutations = MutatingPolicyAdmission(self)
         # Set when RBAC is on: writes of roles and bindings are checked for escalation.
         self.rbac: rbac.RbacAuthorizer | None = None
         self._aggregating = False
@@ -260,6 +263,7 @@ class Store:
         lifecycle.stamp_created(rtype, obj)
         admission.defaults_on_create(rtype, obj)
         warnings = admission.field_validation(rtype, unknown, validation)
+        obj = self._mutate("CREATE", rtype, namespace, name, obj, None, None, dry_run)
         admission.validate(rtype, obj, None, name)
         admission.allocate(rtype, obj, None, self._others(rtype, namespace, name))
         if rtype.namespaced:
@@ -448,6 +452,8 @@ class Store:
             admission.allocate(rtype, obj, old, self._others(rtype, namespace, name))
         lifecycle.check_finalizers(rtype, obj, old)
         warnings = admission.field_validation(rtype, unknown, validation)
+        obj = self._mutate("UPDATE", rtype, namespace, name, obj, old, subresource, dry_run)
+        meta = obj["metadata"]
         if obj == old:
             return WriteResult(current, 200, warnings)  # no-op: no new RV, no event
         admission.validate(rtype, obj, old, name)
@@ -470,6 +476,32 @@ class Store:
             for key, stored in objects.items()
             if (space, key) != (namespace, name)
         ]
+
+    def _mutate(
+        self,
+        operation: str,
+        rtype: ResourceType,
+        namespace: str,
+        name: str,
+        obj: Obj,
+        old: Obj | None,
+        subresource: str | None,
+        dry_run: bool,
+    ) -> Obj:
+        """Mutating admission (before validation, as in kube-apiserver); the result is pruned
+        to the schema again, as a webhook's patch would be."""
+        mutated = self.mutations.mutate(
+            operation, rtype, namespace, name, obj, old, subresource, dry_run=dry_run
+        )
+        if mutated is not obj:
+            mutated["metadata"] = {
+                **mutated.get("metadata", {}),
+                **{k: obj["metadata"][k] for k in ("name", "uid") if k in obj["metadata"]},
+            }
+            if obj["metadata"].get("namespace"):
+                mutated["metadata"]["namespace"] = obj["metadata"]["namespace"]
+            admission.normalize(rtype, mutated)
+        return mutated
 
     def _admit(
         self,
