@@ -129,7 +129,7 @@ async def configure_outcomes(
     async def login() -> ApiConnection:
         return _connection(_login_now(settings, logger))
 
-    api = KubeApi(await login(), login=login)
+    api = KubeApi(await login(), login=login, connections=EVENT_POSTS_AT_ONCE)
     memo.kube_api = api
     memo.events = EventPoster(api)
     memo.event_slots = asyncio.Semaphore(EVENT_POSTS_AT_ONCE)
