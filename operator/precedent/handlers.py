@@ -31,6 +31,7 @@ from precedent.services import AssessmentService, OutcomeService
 from precedent.services.approvals import ApprovalService
 from precedent.services.blast_radius import BlastRadiusService
 from precedent.services.events import EventPoster
+from precedent.services.fair_queue import FairSlots
 from precedent.services.mirror import ObjectMirror
 from precedent.services.observability import DecisionRecorder, RequestName
 from precedent.services.outcomes import RequestRef
@@ -50,9 +51,11 @@ DEPENDENCY_RETRY_SECONDS = 15
 ERROR_RETRY_MAX_SECONDS = 30
 # An approval that arrives before its request is assessed is judged again shortly after.
 APPROVAL_RETRY_SECONDS = 2
-# Decision Events posted at once. A burst of creates runs every request's handler at the same
-# time; unbounded, their posts queue for the API client's 100 connections past its 10 s
-# timeout and fall back to kopf's in-memory queue, which a killed process loses.
+# Requests being answered (scored, their decision Event posted) at once. A burst of creates runs
+# every request's handler at the same time; unbounded, their posts queue for the API client's
+# connections past its timeout and fall back to kopf's in-memory queue, which a killed process
+# loses. The rest wait one namespace at a time in turn (FairSlots): a flood in one namespace
+# does not stand in front of another namespace's request.
 EVENT_POSTS_AT_ONCE = 32
 # Objects per page of kopf's initial listing: each page is a short request, so listing
 # thousands of requests after a restart never runs into the request timeout (a timed-out
@@ -132,7 +135,7 @@ async def configure_outcomes(
     api = KubeApi(await login(), login=login, connections=EVENT_POSTS_AT_ONCE)
     memo.kube_api = api
     memo.events = EventPoster(api)
-    memo.event_slots = asyncio.Semaphore(EVENT_POSTS_AT_ONCE)
+    memo.event_slots = FairSlots(EVENT_POSTS_AT_ONCE)
     memo.outcomes = build_outcomes(memo.config, memo.service, cluster=api)
     # Every reported outcome counts before the first playbook's status is written: startup
     # handlers finish before any watch starts (see observe_outcome).
@@ -381,35 +384,44 @@ async def assess_request(
     approval_service: ApprovalService = memo.approvals
     key = (str(meta.get("namespace")), str(meta.get("name")))
     now = datetime.now(UTC)
-    # The creation time anchors "recent" so that re-running the handler gives the same answer.
-    started = time.perf_counter()
-    update = await service.reconcile(
-        spec,
-        uid=str(meta.get("uid", "")),
-        generation=int(meta.get("generation") or 1),
-        previous=status.get("conditions"),
-        now=now,
-        anchor=_timestamp(meta.get("creationTimestamp")),
-        attempt=retry + 1,
-        approve=approval_service.applier(body, list(approvals.get(key, [])), now),
-    )
-    recorder: DecisionRecorder = memo.recorder
-    name = RequestName(str(meta.get("uid", "")), str(meta.get("namespace")), str(meta.get("name")))
-    recorder.reconciled(name, str(spec.get("action", "")), update, time.perf_counter() - started)
-    if update.event is not None:
-        # Posted before the status is written, under a name only this answer produces: a crash
-        # in between re-assesses and re-posts (409: once); a crash after leaves both in place.
-        events: EventPoster = memo.events
-        slots: asyncio.Semaphore = memo.event_slots
-        async with slots:
+    # At most EVENT_POSTS_AT_ONCE requests are answered at once; namespaces take turns for the
+    # slots and for the scoring thread, so a flood in one does not hold up the others.
+    slots: FairSlots = memo.event_slots
+    events: EventPoster = memo.events
+    posted = True
+    async with slots.hold(key[0]):
+        # The creation time anchors "recent" so that re-running the handler gives the same
+        # answer.
+        started = time.perf_counter()
+        update = await service.reconcile(
+            spec,
+            uid=str(meta.get("uid", "")),
+            generation=int(meta.get("generation") or 1),
+            previous=status.get("conditions"),
+            now=now,
+            anchor=_timestamp(meta.get("creationTimestamp")),
+            attempt=retry + 1,
+            approve=approval_service.applier(body, list(approvals.get(key, [])), now),
+            lane=key[0],
+        )
+        recorder: DecisionRecorder = memo.recorder
+        name = RequestName(
+            str(meta.get("uid", "")), str(meta.get("namespace")), str(meta.get("name"))
+        )
+        recorder.reconciled(
+            name, str(spec.get("action", "")), update, time.perf_counter() - started
+        )
+        if update.event is not None:
+            # Posted before the status is written, under a name only this answer produces: a
+            # crash in between re-assesses and re-posts (409: once); a crash after leaves both.
             posted = await events.post(body, update.event)
-        if not posted:
-            kopf.event(
-                body,
-                type=update.event.type,
-                reason=update.event.reason,
-                message=update.event.message,
-            )
+    if update.event is not None and not posted:
+        kopf.event(
+            body,
+            type=update.event.type,
+            reason=update.event.reason,
+            message=update.event.message,
+        )
     patch.status.update(update.patch())
     if update.outcome == "invalid":
         raise kopf.PermanentError(update.message)

@@ -10,17 +10,16 @@ One path for the operator, ``precedent score``, ``search`` and ``eval``::
 
 The history follows Incident objects and the in-process catalog follows Playbook objects as
 they change. Scoring runs on one worker thread so that kopf's event loop keeps serving while
-the vector index is searched (FAISS releases the GIL).
+the vector index is searched (FAISS releases the GIL); requests wait for it in one queue per
+namespace, served in turn (``FairQueue``), so a flood in one namespace does not hold up another.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
@@ -55,6 +54,7 @@ from precedent.models import (
     SimilarIncident,
 )
 from precedent.services.blast_radius import BlastRadiusService, reasoning
+from precedent.services.fair_queue import FairQueue
 from precedent.services.history import HistoryStore
 from precedent.services.integrity import StatusSigner
 from precedent.services.memory import FleetMemory, MemoryRecall
@@ -170,7 +170,7 @@ class AssessmentService:
         # Outcomes reported on past requests (base-rate evidence for the default risk model);
         # the operator connects its outcome ledger here, commands have none.
         self.evidence: Callable[[], OutcomeEvidence] | None = None
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="precedent-assess")
+        self._queue = FairQueue("precedent-assess")
 
     # -- the history and the catalog follow the cluster's objects -----------------------------
 
@@ -456,13 +456,18 @@ class AssessmentService:
         )
 
     async def assess(
-        self, spec: Mapping[str, Any] | RemediationRequestSpec, *, now: datetime | None = None
+        self,
+        spec: Mapping[str, Any] | RemediationRequestSpec,
+        *,
+        now: datetime | None = None,
+        lane: str = "",
     ) -> Assessment:
         """Assess one request: InputError for a bad spec, DependencyError when one is down.
 
         ``now`` (e.g. the request's creation time) anchors the recency boost of the listed
         incidents; without it none applies, so the answer depends only on the spec and the
-        history snapshot.
+        history snapshot. ``lane`` (the request's namespace) is the queue it waits in for the
+        scoring thread: each lane gets its turn, however many requests another one holds.
         """
         request = self.normalise(spec)
         decision = None
@@ -470,9 +475,8 @@ class AssessmentService:
             decision = (await self.selector.select_query(request.query)).decision
         # Asked in the event loop, within its deadline, before the scoring thread runs.
         recall = await self.memory.recall(request.action, now=now) if self.memory else None
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
-            self._executor, partial(self.assess_normalised, request, decision, now, recall)
+        return await self._queue.run(
+            lane, partial(self.assess_normalised, request, decision, now, recall)
         )
 
     async def assess_many(
@@ -503,6 +507,7 @@ class AssessmentService:
         anchor: datetime | None = None,
         attempt: int = 1,
         approve: Callable[[Assessment], tuple[Assessment, str | None]] | None = None,
+        lane: str = "",
     ) -> StatusUpdate:
         """The status a request should have now: assessed (and signed), invalid, waiting for a
         dependency, or — after an unexpected error — retrying (a bounded number of ``attempt``s,
@@ -510,9 +515,10 @@ class AssessmentService:
 
         ``approve`` re-applies the request's RemediationApprovals to the fresh assessment
         (``ApprovalService.applier``), so an answer assessed again keeps its human decision.
+        ``lane`` (the request's namespace) is its queue for the scoring thread (``assess``).
         """
         try:
-            assessment = await self.assess(spec, now=anchor or now)
+            assessment = await self.assess(spec, now=anchor or now, lane=lane)
         except InputError as exc:
             return StatusUpdate.invalid(str(exc), generation=generation, previous=previous, now=now)
         except DependencyError as exc:
@@ -547,7 +553,7 @@ class AssessmentService:
             await self.selector.aclose()
         if self.memory is not None:
             await self.memory.aclose()
-        self._executor.shutdown(wait=False)
+        self._queue.shutdown()
 
     # -- what produced an answer ----------------------------------------------------------------
 
