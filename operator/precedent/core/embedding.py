@@ -411,11 +411,20 @@ class Bm25Match:
         n = len(self._docs)
         return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
 
+    def known_terms(self, query: str) -> tuple[str, ...]:
+        """The query's terms that some added document has, sorted: all that ``match`` reads
+        of the query (a term no document has weighs nothing), so two queries with the same
+        known terms get the same scores."""
+        return tuple(sorted(w for w in set(self._terms(query)) if self._df.get(w, 0) > 0))
+
     def match(self, query: str, ids: Sequence[str]) -> npt.NDArray[np.float64]:
         """One 0–1 score per id in ``ids`` (0 for ids not added)."""
+        return self.match_terms(self.known_terms(query), ids)
+
+    def match_terms(self, terms: Sequence[str], ids: Sequence[str]) -> npt.NDArray[np.float64]:
+        """``match`` for a query's ``known_terms``, summed in their (sorted) order."""
         out = np.zeros(len(ids), dtype=np.float64)
-        words = set(self._terms(query))
-        idf = {w: self._idf(w) for w in words}
+        idf = {w: self._idf(w) for w in terms}
         ceiling = sum(idf.values()) * (self._k1 + 1.0)
         if ceiling <= 0 or not self._docs:
             return out

@@ -10,17 +10,16 @@ One path for the operator, ``precedent score``, ``search`` and ``eval``::
 
 The history follows Incident objects and the in-process catalog follows Playbook objects as
 they change. Scoring runs on one worker thread so that kopf's event loop keeps serving while
-the vector index is searched (FAISS releases the GIL).
+the vector index is searched (FAISS releases the GIL); requests wait for it in one queue per
+namespace, served in turn (``FairQueue``), so a flood in one namespace does not hold up another.
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
@@ -63,6 +62,7 @@ from precedent.models import (
 )
 from precedent.services.approvals import no_more_permissive
 from precedent.services.blast_radius import BlastRadiusService, reasoning
+from precedent.services.fair_queue import FairQueue
 from precedent.services.history import HistoryStore
 from precedent.services.integrity import StatusSigner
 from precedent.services.memory import FleetMemory, MemoryRecall
@@ -200,7 +200,8 @@ class AssessmentService:
         # Where things run, from what admins control (namespace labels, the environment
         # mapping); None: no facts (a command without -f), the requester's claims are used.
         self.facts: ContextFacts | None = None
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="precedent-assess")
+        # One scoring thread; namespaces take turns for it (services.fair_queue).
+        self._queue = FairQueue("precedent-assess")
 
     # -- the history and the catalog follow the cluster's objects -----------------------------
 
@@ -618,7 +619,9 @@ class AssessmentService:
 
         ``now`` (e.g. the request's creation time) anchors the recency boost of the listed
         incidents; without it none applies, so the answer depends only on the spec and the
-        history snapshot.
+        history snapshot. ``namespace`` (the request's own) is the environment's fallback when
+        the target names none, and the queue it waits in for the scoring thread: each namespace
+        gets its turn, however many requests another one holds.
         """
         request = self.normalise(spec, namespace)
         decision = None
@@ -626,9 +629,8 @@ class AssessmentService:
             decision = (await self.selector.select_query(request.query)).decision
         # Asked in the event loop, within its deadline, before the scoring thread runs.
         recall = await self.memory.recall(request.action, now=now) if self.memory else None
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(
-            self._executor, partial(self.assess_normalised, request, decision, now, recall)
+        return await self._queue.run(
+            namespace or "", partial(self.assess_normalised, request, decision, now, recall)
         )
 
     async def assess_many(
@@ -715,7 +717,7 @@ class AssessmentService:
             await self.selector.aclose()
         if self.memory is not None:
             await self.memory.aclose()
-        self._executor.shutdown(wait=False)
+        self._queue.shutdown()
 
     # -- what produced an answer ----------------------------------------------------------------
 
