@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -19,9 +18,10 @@ from precedent.memory_cli import memory
 from precedent.models import Assessment
 from precedent.output import (
     HISTORY_HELP,
-    dump_yaml,
     fail,
     format_table,
+    output_option,
+    render_documents,
     run_async,
     settings_or_fail,
 )
@@ -45,13 +45,9 @@ def main() -> None:
     metavar="PATH",
     help=HISTORY_HELP,
 )
-@click.option(
-    "-o",
-    "--output",
-    type=click.Choice(["table", "json", "yaml"]),
-    default="table",
-    show_default=True,
-    help="table: one line per request; json/yaml: the full assessments.",
+@output_option(
+    help_text="table: one line per request; wide: with namespace and source; json/yaml: the "
+    "full assessments (a List when there are several); name: one request a line."
 )
 @click.option(
     "--mode",
@@ -102,17 +98,16 @@ def score(
     except PrecedentError as exc:
         fail(str(exc))
         return
-    if output == "table":
-        click.echo(_score_table(results))
+    if output in ("table", "wide"):
+        click.echo(_score_table(results, wide=output == "wide"))
+    elif output == "name":
+        for req, _ in results:
+            click.echo(f"remediationrequest.precedent.dev/{req.name}")
     else:
-        docs = [_full(req, a) for req, a in results]
-        if output == "json":
-            click.echo(json.dumps(docs, indent=2))
-        else:
-            click.echo(dump_yaml(docs), nl=False)
+        click.echo(render_documents([_full(req, a) for req, a in results], output))
 
 
-def _score_table(results: Sequence[tuple[NamedRequest, Assessment]]) -> str:
+def _score_table(results: Sequence[tuple[NamedRequest, Assessment]], *, wide: bool) -> str:
     rows = []
     for req, a in results:
         top_id = a.risk.most_relevant_incident
@@ -130,6 +125,8 @@ def _score_table(results: Sequence[tuple[NamedRequest, Assessment]]) -> str:
                 *_playbook_cells(a),
             ]
         )
+        if wide:
+            rows[-1] = [req.namespace or "-", *rows[-1], req.source]
     headers = [
         "NAME",
         "ACTION",
@@ -143,6 +140,8 @@ def _score_table(results: Sequence[tuple[NamedRequest, Assessment]]) -> str:
         "CONFIDENCE",
         "METHOD",
     ]
+    if wide:
+        headers = ["NAMESPACE", *headers, "SOURCE"]
     return format_table(headers, rows)
 
 
