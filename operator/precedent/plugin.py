@@ -235,9 +235,9 @@ def render(body: dict[str, Any], approvals: list[dict[str, Any]]) -> str:
     if similar:
         lines.append("  similar incidents:")
         for item in similar:
-            strongest = " (strongest)" if item.get("id") == risk.get("mostRelevantIncident") else ""
+            strongest = "strongest, " if item.get("id") == risk.get("mostRelevantIncident") else ""
             lines.append(
-                f"    {item.get('id')}{strongest} ({item.get('severity')}, similarity "
+                f"    {item.get('id')} ({strongest}{item.get('severity')}, similarity "
                 f"{item.get('similarity'):.2f}): {item.get('title')}"
             )
     playbook = status.get("playbook")

@@ -140,7 +140,7 @@ def test_explain_lists_the_strongest_incident_first(cluster: Cluster) -> None:
         strongest = status["risk"]["mostRelevantIncident"]
         code, out, _ = plugin("explain", f"rr/{name}")
         listed = out.split("  similar incidents:\n")[1].splitlines()
-        assert listed[0].startswith(f"    {strongest} (strongest) "), out
+        assert listed[0].startswith(f"    {strongest} (strongest, "), out
         assert f"Strongest: {strongest} " in status["risk"]["reasoning"]
 
 

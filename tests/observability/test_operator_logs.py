@@ -33,19 +33,21 @@ TEXT_LINE = re.compile(r"^\[[^\]]+\] (?P<logger>\S+)\s+\[(?P<level>[A-Z]+)\s*\] 
 
 
 def operator_log(tmp_path: Path, **settings: str) -> list[str]:
-    """Start the sandbox and the operator, let it answer three requests and stall on one,
-    stop it, and return its log's lines."""
+    """Start the sandbox and the operator, let it answer three requests, stop it, and return
+    its log's lines."""
     log = tmp_path / "operator.log"
-    with sandbox_process(tmp_path) as sandbox:
-        with httpx.Client(base_url=sandbox.url, timeout=30) as client:
-            apply(client, [DATA / "incidents", DATA / "playbooks"])
-            with operator_process(sandbox.kubeconfig, log, **settings):
-                create_batch(sandbox.url, NAMES)
-                wait_for(
-                    lambda: ready_names(client, NAMES) == set(NAMES),
-                    timeout=120,
-                    missing=lambda: f"not Ready: {set(NAMES) - ready_names(client, NAMES)}",
-                )
+    with (
+        sandbox_process(tmp_path) as sandbox,
+        httpx.Client(base_url=sandbox.url, timeout=30) as client,
+    ):
+        apply(client, [DATA / "incidents", DATA / "playbooks"])
+        with operator_process(sandbox.kubeconfig, log, **settings):
+            create_batch(sandbox.url, NAMES)
+            wait_for(
+                lambda: ready_names(client, NAMES) == set(NAMES),
+                timeout=120,
+                missing=lambda: f"not Ready: {set(NAMES) - ready_names(client, NAMES)}",
+            )
     lines = log.read_text(encoding="utf-8").splitlines()
     assert lines, "the operator wrote nothing"
     return lines
