@@ -181,7 +181,9 @@ def main() -> None:
 
 
 def _session(ctx: click.Context) -> Session:
-    return Session(_flag(ctx, "context"), _flag(ctx, "namespace"), _flag(ctx, "kubeconfig"))
+    session = Session(_flag(ctx, "context"), _flag(ctx, "namespace"), _flag(ctx, "kubeconfig"))
+    ctx.call_on_close(session.api.close)  # its connection pool, when the command is done
+    return session
 
 
 @main.command()
