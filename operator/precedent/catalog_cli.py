@@ -4,7 +4,6 @@ playbook fits."""
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import os
 from collections.abc import Callable
@@ -16,7 +15,14 @@ from precedent.adapters.context_api import run
 from precedent.core.playbooks import PlaybookQuery, ScoredPlaybook, parse_label
 from precedent.errors import PrecedentError
 from precedent.models import PlaybookSelection
-from precedent.output import HISTORY_HELP, fail, format_table, settings_or_fail
+from precedent.output import (
+    HISTORY_HELP,
+    fail,
+    format_table,
+    output_option,
+    render_documents,
+    settings_or_fail,
+)
 from precedent.services import PlaybookChoice, PlaybookSelector
 from precedent.settings import DEFAULT_CATALOG_PATH
 from precedent.wiring import build_embedder, build_selector, build_service
@@ -172,16 +178,21 @@ def _outcome_document(outcome: PlaybookChoice) -> dict[str, Any]:
     }
 
 
-def _outcome_table(outcome: PlaybookChoice) -> str:
+def _outcome_table(outcome: PlaybookChoice, *, wide: bool = False) -> str:
     rows = []
     for c in outcome.answer.candidates if outcome.answer else ():
         p = c.parts
         values = (p.semantic, p.label_match, p.historical) if p is not None else None
         parts = [f"{v:.2f}" for v in values] if values is not None else ["-"] * 3
         rows.append([c.id, c.version, f"{c.confidence:.2f}", *parts])
+        if wide:
+            runs = "-" if c.executions is None else str(c.executions)
+            rows[-1] += [runs, " ".join(c.description.split())]
     lines = []
     if rows:
         headers = ["PLAYBOOK", "VERSION", "CONFIDENCE", "SEMANTIC", "LABELS", "HISTORICAL"]
+        if wide:
+            headers += ["EXECUTIONS", "DESCRIPTION"]
         lines.append(format_table(headers, rows))
     decision = outcome.decision
     if decision.selection is not None:
@@ -205,8 +216,9 @@ def _outcome_table(outcome: PlaybookChoice) -> str:
 )
 @click.option("--min-confidence", type=click.FloatRange(0, 1), default=None)
 @click.option("--max-results", type=click.IntRange(1, 100), default=None)
-@click.option(
-    "-o", "--output", type=click.Choice(["table", "json"]), default="table", show_default=True
+@output_option(
+    help_text="table; wide: with executions and descriptions; json/yaml: the selection and every "
+    "candidate; name: playbook.precedent.dev/ID of each candidate, best first."
 )
 def query(
     description: str,
@@ -241,7 +253,10 @@ def query(
             return await s.select_query(q)
 
     outcome = asyncio.run(ask(selector))
-    if output == "json":
-        click.echo(json.dumps(_outcome_document(outcome), indent=2))
+    if output in ("json", "yaml"):
+        click.echo(render_documents([_outcome_document(outcome)], output))
+    elif output == "name":
+        for c in outcome.answer.candidates if outcome.answer else ():
+            click.echo(f"playbook.precedent.dev/{c.id}")
     else:
-        click.echo(_outcome_table(outcome))
+        click.echo(_outcome_table(outcome, wide=output == "wide"))

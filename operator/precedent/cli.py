@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -22,9 +21,10 @@ from precedent.memory_cli import memory
 from precedent.models import Assessment
 from precedent.output import (
     HISTORY_HELP,
-    dump_yaml,
     fail,
     format_table,
+    output_option,
+    render_documents,
     run_async,
     settings_or_fail,
 )
@@ -48,13 +48,9 @@ def main() -> None:
     metavar="PATH",
     help=HISTORY_HELP,
 )
-@click.option(
-    "-o",
-    "--output",
-    type=click.Choice(["table", "json", "yaml"]),
-    default="table",
-    show_default=True,
-    help="table: one line per request; json/yaml: the full assessments.",
+@output_option(
+    help_text="table: one line per request; wide: with namespace and source; json/yaml: the "
+    "full assessments (a List when there are several); name: one request a line."
 )
 @click.option(
     "--mode",
@@ -172,20 +168,19 @@ def score(
         for warning in a.warnings:
             where = f"{req.namespace or 'default'}/{req.name}"
             click.echo(f"warning: {where}: {printable(warning.message)}", err=True)
-    if output == "table":
-        click.echo(_score_table(results))
+    if output in ("table", "wide"):
+        click.echo(_score_table(results, wide=output == "wide"))
         if service.facts is None:
             click.echo(
                 "context: the requests' environment labels are claims (unverified): "
                 "give the cluster's Namespaces and environment mapping with -f",
                 err=True,
             )
+    elif output == "name":
+        for req, _ in results:
+            click.echo(f"remediationrequest.precedent.dev/{req.name}")
     else:
-        docs = [_full(req, a) for req, a in results]
-        if output == "json":
-            click.echo(json.dumps(docs, indent=2))
-        else:
-            click.echo(dump_yaml(docs), nl=False)
+        click.echo(render_documents([_full(req, a) for req, a in results], output))
     gated = [(req, a) for req, a in results if fail_on and gate_fails(a, fail_on)]
     if junit_path is not None:
         try:
@@ -215,7 +210,7 @@ def _as_of(text: str | None) -> datetime:
     return when
 
 
-def _score_table(results: Sequence[tuple[NamedRequest, Assessment]]) -> str:
+def _score_table(results: Sequence[tuple[NamedRequest, Assessment]], *, wide: bool) -> str:
     rows = []
     for req, a in results:
         top_id = a.risk.most_relevant_incident
@@ -233,6 +228,8 @@ def _score_table(results: Sequence[tuple[NamedRequest, Assessment]]) -> str:
                 *_playbook_cells(a),
             ]
         )
+        if wide:
+            rows[-1] = [req.namespace or "-", *rows[-1], req.source]
     headers = [
         "NAME",
         "ACTION",
@@ -246,6 +243,8 @@ def _score_table(results: Sequence[tuple[NamedRequest, Assessment]]) -> str:
         "CONFIDENCE",
         "METHOD",
     ]
+    if wide:
+        headers = ["NAMESPACE", *headers, "SOURCE"]
     return format_table(headers, rows)
 
 

@@ -3,15 +3,22 @@
 Starts the sandbox API server (the ``precedent-sandbox`` package, as a child process) with the
 CRDs found as :mod:`precedent.sandbox_process` describes, applies the bundled incidents and
 playbooks, runs the real operator (``kopf run -m precedent.handlers``) as a child process,
-applies the example requests, waits until every one is Ready, prints what ``kubectl get rr``
-shows and one request's full status, then stops everything. Ctrl-C at any point stops the
-operator and the sandbox before returning.
+applies the example requests, waits until every one is Ready, and shows the answers with the
+commands people use: ``kubectl get rr -A``, ``kubectl precedent explain``, an outcome reported
+with ``kubectl patch`` and an approval with ``kubectl precedent approve``. Every ``$ kubectl``
+line printed is a command the demo ran, with its output (with no ``kubectl`` on PATH: the
+command alone, and the demo does the same through the API). Then it stops everything, or with
+``--keep`` leaves the sandbox and the operator running until Ctrl-C. Ctrl-C at any point
+stops the operator and the sandbox before returning.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -25,7 +32,7 @@ import click
 import httpx
 
 from precedent.adapters.loader import iter_documents
-from precedent.output import dump_yaml, format_table
+from precedent.output import format_table
 from precedent.sandbox_process import CRDS_ENV, SandboxProcess, find_crds_dir
 
 __all__ = ["cell_text", "demo_command", "object_path", "table_rows"]
@@ -181,7 +188,14 @@ def table_rows(table: dict[str, Any], *, namespace_column: bool = False) -> str:
     show_default=True,
     help="Seconds to wait for every request to settle.",
 )
-def demo_command(data_dir: Path, crds_dir: Path | None, show: str, timeout: float) -> None:
+@click.option(
+    "--keep",
+    is_flag=True,
+    help="Leave the sandbox and the operator running (until Ctrl-C), to try kubectl on them.",
+)
+def demo_command(
+    data_dir: Path, crds_dir: Path | None, show: str, timeout: float, keep: bool
+) -> None:
     """Run the sandbox, the real operator and the bundled data; print the answers."""
     found = find_crds_dir(crds_dir)
     if found is None:
@@ -190,7 +204,7 @@ def demo_command(data_dir: Path, crds_dir: Path | None, show: str, timeout: floa
         tempfile.TemporaryDirectory(prefix="precedent-demo-") as tmp,
         SandboxProcess(found, Path(tmp)) as sandbox,
     ):
-        kubeconfig = sandbox.kubeconfig
+        shell = Kubectl(sandbox.kubeconfig)
         click.echo(f"sandbox API server: {sandbox.url}")
         with httpx.Client(base_url=sandbox.url, timeout=30) as client:
             history = apply(client, [data_dir / "incidents", data_dir / "playbooks"])
@@ -198,7 +212,7 @@ def demo_command(data_dir: Path, crds_dir: Path | None, show: str, timeout: floa
             if (data_dir / SHOP_DIR).is_dir():
                 shop = apply(client, [data_dir / SHOP_DIR])
                 click.echo(f"applied the demo shop (data/shop): {len(shop)} objects")
-            operator = _start_operator(kubeconfig, Path(tmp) / "operator.log")
+            operator = _start_operator(sandbox.kubeconfig, Path(tmp) / "operator.log")
             try:
                 requests = apply(client, [data_dir / "requests"])
                 click.echo(
@@ -207,19 +221,74 @@ def demo_command(data_dir: Path, crds_dir: Path | None, show: str, timeout: floa
                 started = time.monotonic()
                 settled = wait_until_settled(client, {n for _, _, n in requests}, timeout)
                 ready = sum(1 for s in settled.values() if s == "Ready")
-                click.echo(f"{ready}/{len(settled)} Ready in {time.monotonic() - started:.1f} s\n")
-                table = client.get(
-                    object_path("RemediationRequest", None), headers={"Accept": TABLE_ACCEPT}
-                ).json()
-                click.echo(f"$ kubectl get rr -A   # KUBECONFIG={kubeconfig}")
-                click.echo(table_rows(table, namespace_column=True))
+                click.echo(f"{ready}/{len(settled)} Ready in {time.monotonic() - started:.1f} s")
+                if not shell.run("get", "rr", "-A"):
+                    table = client.get(
+                        object_path("RemediationRequest", None), headers={"Accept": TABLE_ACCEPT}
+                    ).json()
+                    click.echo(table_rows(table, namespace_column=True))
                 _show_blast_radius(client, requests)
-                _show_status(client, requests, show)
-                _approve_escalated(client, kubeconfig, requests, timeout)
-                _report_outcome(client, requests, timeout)
+                _explain(shell, requests, show)
+                # Approved first: an outcome counts only for an approved action.
+                _approve_escalated(client, shell, requests, timeout)
+                _report_outcome(client, shell, requests, timeout)
+                if keep:
+                    _keep_running(sandbox.kubeconfig, show)
             finally:
                 _stop(operator)
     click.echo("\nstopped the operator and the sandbox")
+
+
+class Kubectl:
+    """Runs ``kubectl`` (and its precedent plugin, from this installation) against the sandbox,
+    printing ``$ kubectl ARGS`` and the real output. Without kubectl on PATH it prints the
+    command alone and :meth:`run` returns False, so the caller does the same through the API."""
+
+    def __init__(self, kubeconfig: Path) -> None:
+        self.binary = shutil.which("kubectl")
+        here = str(Path(sys.executable).parent)  # kubectl-precedent, installed with Precedent
+        self.env = {
+            **os.environ,
+            "KUBECONFIG": str(kubeconfig),
+            "PATH": here + os.pathsep + os.environ.get("PATH", ""),
+        }
+
+    def run(self, *args: str, check: bool = True) -> bool:
+        """Run and print ``kubectl ARGS``; False (after printing the command) without kubectl."""
+        click.echo(f"\n$ kubectl {shlex.join(args)}")
+        if self.binary is None:
+            click.echo("(kubectl is not on PATH: not run; the demo does the same through the API)")
+            return False
+        done = subprocess.run(
+            [self.binary, *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        shown = (done.stdout + done.stderr).rstrip()
+        if shown:
+            click.echo(shown)
+        if check and done.returncode != 0:
+            raise click.ClickException(f"kubectl {args[0]} failed (exit {done.returncode})")
+        return True
+
+
+def _keep_running(kubeconfig: Path, show: str) -> None:
+    """--keep: say how to use the sandbox, then wait for Ctrl-C."""
+    click.echo(
+        "\nthe sandbox and the operator keep running (--keep). In another terminal:\n"
+        f"  export KUBECONFIG={kubeconfig}\n"
+        "  kubectl get rr -A\n"
+        f"  kubectl precedent explain rr/{show}\n"
+        "press Ctrl-C here to stop them."
+    )
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        return
 
 
 # The approved request whose run fails (outcomes count only for an approved action).
@@ -236,7 +305,10 @@ def _playbook_counts(client: httpx.Client, name: str) -> str:
 
 
 def _report_outcome(
-    client: httpx.Client, requests: list[tuple[str, str | None, str]], timeout: float
+    client: httpx.Client,
+    shell: Kubectl,
+    requests: list[tuple[str, str | None, str]],
+    timeout: float,
 ) -> None:
     """The outcome loop: the executor of the approved request reports a failed run; counts
     move, an Incident appears."""
@@ -250,17 +322,16 @@ def _report_outcome(
         "playbook": {"id": OUTCOME_PLAYBOOK, "version": "v1.0"},
         "message": "a legacy reporting client still negotiated TLS 1.1 and lost its connection",
     }
-    click.echo(
-        f"\n$ kubectl patch rr {name} -n {namespace} --type merge "
-        f'-p \'{{"spec":{{"outcome":{{"result":"failed",…}}}}}}\''
-    )
-    response = client.patch(
-        object_path("RemediationRequest", namespace, name),
-        json={"spec": {"outcome": outcome}},
-        headers={"Content-Type": "application/merge-patch+json"},
-    )
-    if response.status_code >= 400:
-        raise click.ClickException(f"reporting the outcome: {response.json().get('message')}")
+    patch = json.dumps({"spec": {"outcome": outcome}}, separators=(",", ":"))
+    ran = shell.run("patch", "rr", name, "-n", str(namespace), "--type", "merge", "-p", patch)
+    if not ran:
+        response = client.patch(
+            object_path("RemediationRequest", namespace, name),
+            json={"spec": {"outcome": outcome}},
+            headers={"Content-Type": "application/merge-patch+json"},
+        )
+        if response.status_code >= 400:
+            raise click.ClickException(f"reporting the outcome: {response.json().get('message')}")
     deadline = time.monotonic() + timeout
     handled: dict[str, Any] = {}
     while time.monotonic() < deadline:
@@ -271,7 +342,7 @@ def _report_outcome(
         time.sleep(0.2)
     else:
         raise click.ClickException(f"the outcome of {name} was not handled in {timeout:.0f} s")
-    click.echo(f"playbook {OUTCOME_PLAYBOOK}: before {before}")
+    click.echo(f"\nplaybook {OUTCOME_PLAYBOOK}: before {before}")
     click.echo(f"playbook {OUTCOME_PLAYBOOK}: after  {_playbook_counts(client, OUTCOME_PLAYBOOK)}")
     incident = client.get(object_path("Incident", None, handled["incident"])).json()
     spec = incident.get("spec") or {}
@@ -286,7 +357,7 @@ APPROVAL_REQUEST = "update-config-sql-prod"
 
 def _approve_escalated(
     client: httpx.Client,
-    kubeconfig: Path,
+    shell: Kubectl,
     requests: list[tuple[str, str | None, str]],
     timeout: float,
 ) -> None:
@@ -296,32 +367,30 @@ def _approve_escalated(
         return
     namespace, name = target
     reason = "change window CHG-2231; the reporting clients were upgraded to TLS 1.2"
-    args = ["-n", str(namespace), "approve", f"rr/{name}", "--reason", reason]
-    click.echo(f"\n$ kubectl precedent {' '.join(args[:4])} --reason {reason!r}")
-    plugin = subprocess.run(
-        [sys.executable, "-c", "from precedent.plugin import main; main()", *args],
-        env={**os.environ, "KUBECONFIG": str(kubeconfig)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    click.echo((plugin.stdout + plugin.stderr).rstrip())
-    if plugin.returncode != 0:
-        raise click.ClickException(f"approving {name} failed")
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        obj = client.get(object_path("RemediationRequest", namespace, name)).json()
-        if _conditions(obj).get("Approved") == "True":
-            break
-        time.sleep(0.2)
-    else:
-        raise click.ClickException(f"{name} was not approved in {timeout:.0f} s")
+    args = ["approve", f"rr/{name}", "-n", str(namespace), "--reason", reason]
+    if not shell.run("precedent", *args):
+        plugin = subprocess.run(
+            [sys.executable, "-c", "from precedent.plugin import main; main()", *args],
+            env=shell.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        if plugin.returncode != 0:
+            raise click.ClickException(f"approving {name} failed: {plugin.stderr.strip()}")
+    wait = ["wait", "--for=condition=Approved", f"rr/{name}", "-n", str(namespace)]
+    if not shell.run(*wait, f"--timeout={timeout:.0f}s"):
+        deadline = time.monotonic() + timeout
+        path = object_path("RemediationRequest", namespace, name)
+        while _conditions(client.get(path).json()).get("Approved") != "True":
+            if time.monotonic() > deadline:
+                raise click.ClickException(f"{name} was not approved in {timeout:.0f} s")
+            time.sleep(0.2)
+    obj = client.get(object_path("RemediationRequest", namespace, name)).json()
     approval = ((obj.get("status") or {}).get("policy") or {}).get("approval") or {}
     click.echo(
-        f"$ kubectl wait --for=condition=Approved rr/{name} -n {namespace}\n"
-        f"remediationrequest.precedent.dev/{name} condition met "
-        f"(decision {obj['status']['risk']['decision']}, approved by {approval.get('by')})"
+        f"\n{name}: decision {obj['status']['risk']['decision']}, approved by {approval.get('by')}"
     )
 
 
@@ -366,7 +435,7 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
 
 def _show_blast_radius(client: httpx.Client, requests: list[tuple[str, str | None, str]]) -> None:
     """Each answer's blast radius (the shop's requests have one in the graph) and, where the
-    blast radius changed the decision, the policy's reason."""
+    blast radius changed the decision, the policy's reason (the paths: in explain)."""
     click.echo("\nblast radius of each target (status.blastRadius.summary):")
     for kind, namespace, name in requests:
         status = client.get(object_path(kind, namespace, name)).json().get("status") or {}
@@ -377,22 +446,24 @@ def _show_blast_radius(client: httpx.Client, requests: list[tuple[str, str | Non
         reason = (status.get("policy") or {}).get("reason") or ""
         why = f" ({reason})" if reason.startswith("blast radius") else ""
         click.echo(f"  {name}: {decision}{why}\n    {blast.get('summary')}")
-        for path in blast.get("topPaths") or []:
-            click.echo(f"    path: {path}")
 
 
-def _show_status(
-    client: httpx.Client, requests: list[tuple[str, str | None, str]], show: str
-) -> None:
-    target = next(
-        ((k, ns, n) for k, ns, n in requests if n == show), requests[0] if requests else None
-    )
+def _explain(shell: Kubectl, requests: list[tuple[str, str | None, str]], show: str) -> None:
+    """One request's answer as ``kubectl precedent explain`` prints it."""
+    target = next(((ns, n) for _, ns, n in requests if n == show), None)
+    if target is None and requests:
+        target = (requests[0][1], requests[0][2])
     if target is None:
         return
-    kind, namespace, name = target
-    obj = client.get(object_path(kind, namespace, name)).json()
-    status = {k: v for k, v in (obj.get("status") or {}).items() if k != "kopf"}
-    click.echo(
-        f"\n$ kubectl get rr {name} -n {namespace} -o yaml   # status, without kopf's bookkeeping"
-    )
-    click.echo(dump_yaml([{"status": status}]), nl=False)
+    namespace, name = target
+    args = ["explain", f"rr/{name}", "-n", str(namespace)]
+    if not shell.run("precedent", *args):
+        plugin = subprocess.run(
+            [sys.executable, "-c", "from precedent.plugin import main; main()", *args],
+            env=shell.env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        click.echo((plugin.stdout + plugin.stderr).rstrip())

@@ -8,7 +8,6 @@ precedent graph --context prod --target svc/checkout -n shop  # a live cluster
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -25,7 +24,7 @@ from precedent.core.graph import (
     resolve_target,
 )
 from precedent.errors import PrecedentError
-from precedent.output import fail, format_table
+from precedent.output import OUTPUT_FORMATS, fail, format_table, output_option, render_documents
 
 __all__ = ["graph_command", "render_dot"]
 
@@ -66,13 +65,10 @@ _SHAPES = {
     show_default=True,
     help="up: who depends on the target; down: what it depends on.",
 )
-@click.option(
-    "-o",
-    "--output",
-    type=click.Choice(["table", "dot", "json"]),
-    default="table",
-    show_default=True,
-    help="table: readable; dot: Graphviz; json: every field.",
+@output_option(
+    (*OUTPUT_FORMATS, "dot"),
+    help_text="table: readable; wide: every piece of evidence, namespaces; json/yaml: every "
+    "field; name: kind/name of each node; dot: Graphviz.",
 )
 def graph_command(
     files: tuple[str, ...],
@@ -121,25 +117,30 @@ def _evidence(edge: Edge) -> str:
     return edge.evidence[0] + (f" (+{more} more)" if more else "")
 
 
+def _name(key: NodeKey) -> str:
+    """``-o name``: kind/name, as kubectl prints it (lower-case kind)."""
+    return f"{key.kind.lower()}/{key.name}"
+
+
 def _whole(graph: DependencyGraph, output: str) -> str:
     edges = graph.edges()
     if output == "dot":
         return render_dot(graph, graph.nodes(), edges)
-    if output == "json":
-        return json.dumps(
-            {
-                "nodes": [_node_json(graph, k) for k in graph.nodes()],
-                "edges": [_edge_json(e) for e in edges],
-            },
-            indent=2,
-        )
+    if output in ("json", "yaml"):
+        document = {
+            "nodes": [_node_json(graph, k) for k in graph.nodes()],
+            "edges": [_edge_json(e) for e in edges],
+        }
+        return render_documents([document], output)
+    if output == "name":
+        return "\n".join(_name(k) for k in graph.nodes())
     rows = [
         [
             f"{e.source.namespace}/{e.source.short()}",
             f"{e.target.namespace}/{e.target.short()}",
             e.type.value,
             f"{e.confidence:.2f}",
-            _evidence(e),
+            "; ".join(e.evidence) if output == "wide" else _evidence(e),
         ]
         for e in edges
     ]
@@ -155,13 +156,15 @@ def _whole(graph: DependencyGraph, output: str) -> str:
 def _radius(graph: DependencyGraph, radius: BlastRadius, direction: str, output: str) -> str:
     ups = radius.upstream if direction in ("up", "both") else ()
     downs = radius.downstream if direction in ("down", "both") else ()
-    if output == "json":
+    if output in ("json", "yaml"):
         body = radius.to_dict()
         if direction == "up":
             body.pop("downstream")
         elif direction == "down":
             body.pop("upstream")
-        return json.dumps(body, indent=2)
+        return render_documents([body], output)
+    if output == "name":
+        return "\n".join(_name(r.key) for r in (*ups, *downs))
     if output == "dot":
         keys = [radius.target, *(r.key for r in ups), *(r.key for r in downs)]
         inside = set(keys)
@@ -173,27 +176,28 @@ def _radius(graph: DependencyGraph, radius: BlastRadius, direction: str, output:
             and _on_side(e, radius.target, {r.key for r in ups}, {r.key for r in downs})
         ]
         return render_dot(graph, sorted(inside), edges, highlight=radius.target)
-    ns = radius.target.namespace
+    wide = output == "wide"
+    ns = None if wide else radius.target.namespace
     rows = [
         [
             side,
+            *([r.key.namespace] if wide else []),
             r.key.short(ns),
             r.type.value,
             str(r.hops),
             f"{r.confidence:.2f}",
             "yes" if r.critical else "",
-            r.via.short(ns),
+            r.via.short(r.key.namespace if wide else ns),
         ]
         for side, reached in (("upstream", ups), ("downstream", downs))
         for r in reached
     ]
     lines = [radius.summary, ""]
     if rows:
-        lines.append(
-            format_table(
-                ["DIRECTION", "NODE", "TYPE", "HOPS", "CONFIDENCE", "CRITICAL", "VIA"], rows
-            )
-        )
+        headers = ["DIRECTION", "NODE", "TYPE", "HOPS", "CONFIDENCE", "CRITICAL", "VIA"]
+        if wide:
+            headers.insert(1, "NAMESPACE")
+        lines.append(format_table(headers, rows))
     if ups and radius.paths:
         lines += ["", "PATHS", *(f"  {p}" for p in radius.paths)]
     return "\n".join(lines)

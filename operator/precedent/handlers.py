@@ -26,7 +26,7 @@ import prometheus_client
 from precedent.adapters.kube_api import ApiConnection, KubeApi
 from precedent.core.context import ContextFacts
 from precedent.errors import DependencyError, InputError, PrecedentError
-from precedent.logging_json import configure_logging
+from precedent.logging_json import configure_logging, log_format_from_environment
 from precedent.models import API_GROUP, PlaybookHistory
 from precedent.services import AssessmentService, OutcomeService
 from precedent.services.approvals import ApprovalService, parse_approval_spec
@@ -63,6 +63,10 @@ EVENT_POSTS_AT_ONCE = 32
 # thousands of requests after a restart never runs into the request timeout (a timed-out
 # listing starts over, and no handler runs until it completes).
 LIST_CHUNK_SIZE = 500
+
+# `kopf run` set up logging before importing this module: from here on every line is in the
+# format asked for (the settings, read at startup, confirm it or refuse with a JSON line).
+configure_logging(log_format_from_environment())
 
 
 @kopf.on.startup(id="configure")

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
@@ -19,10 +20,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HISTORY_HELP",
+    "OUTPUT_FORMATS",
+    "as_list",
     "dump_yaml",
     "fail",
     "format_table",
     "one_line",
+    "output_option",
+    "render_documents",
     "run_async",
     "settings_or_fail",
 ]
@@ -66,6 +71,39 @@ _BlockDumper.add_representer(str, _str_representer)
 def dump_yaml(docs: Sequence[Any]) -> str:
     """Multi-document YAML with block-style multi-line strings."""
     return yaml.dump_all(docs, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=100)
+
+
+OUTPUT_FORMATS = ("table", "wide", "json", "yaml", "name")
+"""The ``-o`` set every command offers where it makes sense, as kubectl's: table (the default),
+wide (more columns), json and yaml (whole objects), name (``kind/name``, one a line)."""
+
+
+def output_option(
+    formats: Sequence[str] = OUTPUT_FORMATS, help_text: str | None = None
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``-o/--output`` with ``formats`` (by default :data:`OUTPUT_FORMATS`), table by default."""
+    return click.option(
+        "-o",
+        "--output",
+        type=click.Choice(list(formats)),
+        default="table",
+        show_default=True,
+        help=help_text or "table, wide (more columns), json, yaml (whole objects) or name.",
+    )
+
+
+def as_list(items: Sequence[Any]) -> dict[str, Any]:
+    """A kubectl-style ``List`` of ``items`` (what ``kubectl get -o json`` prints for several)."""
+    return {"apiVersion": "v1", "kind": "List", "items": list(items), "metadata": {}}
+
+
+def render_documents(docs: Sequence[Any], output: str) -> str:
+    """``docs`` as JSON or YAML, kubectl's way: one object stays itself, several are a ``List``
+    (no trailing newline)."""
+    body = docs[0] if len(docs) == 1 else as_list(docs)
+    if output == "json":
+        return json.dumps(body, indent=2)
+    return dump_yaml([body]).rstrip("\n")
 
 
 def one_line(message: str, limit: int = 2000) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, NoReturn, cast
 
@@ -22,6 +23,7 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 from precedent.core.printable import printable_tree
+from precedent.output import render_documents
 
 __all__ = ["main"]
 
@@ -34,10 +36,12 @@ APPROVALS = "remediationapprovals"
 class Session:
     """The user's kubeconfig: an API client, the current namespace and the user's name."""
 
-    def __init__(self, context: str | None, namespace: str | None) -> None:
+    def __init__(
+        self, context: str | None, namespace: str | None, kubeconfig: str | None = None
+    ) -> None:
         try:
-            # $KUBECONFIG read now (the client reads it once, at import).
-            path = os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
+            # --kubeconfig, else $KUBECONFIG read now (the client reads it once, at import).
+            path = kubeconfig or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None
             config.load_kube_config(config_file=path, context=context)  # type: ignore[no-untyped-call]
             contexts, current = config.list_kube_config_contexts(path)  # type: ignore[no-untyped-call]
         except (config.ConfigException, OSError) as exc:
@@ -122,31 +126,94 @@ def request_name(ref: str) -> str:
     return name
 
 
-@click.group()
-@click.option("-n", "--namespace", default=None, help="Namespace (default: the context's).")
-@click.option("--context", default=None, help="kubeconfig context (default: the current one).")
-@click.pass_context
-def main(ctx: click.Context, namespace: str | None, context: str | None) -> None:
-    """kubectl precedent: explain, approve, reject and report on RemediationRequests."""
-    ctx.obj = (context, namespace)
+_META = "precedent.plugin"
+"""Where the global flags land (``ctx.meta`` is shared by the group and its command)."""
+
+OUTPUTS = ("table", "wide", "json", "yaml", "name")
+
+
+def _remember(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    # Given before the command and again after it, the later one wins.
+    if value is not None and param.name is not None:
+        ctx.meta.setdefault(_META, {})[param.name] = value
+
+
+def global_flags(command: Callable[..., Any]) -> Callable[..., Any]:
+    """kubectl's global flags, on the group and on every command, so they are accepted anywhere
+    on the line: ``kubectl precedent explain rr/x -n staging`` is ``kubectl precedent -n staging
+    explain rr/x``. Their values are kept in ``ctx.meta`` (read with :func:`_flag`)."""
+    flags = [
+        ("-n", "--namespace", {"metavar": "NS", "help": "Namespace (default: the context's)."}),
+        ("--context", {"metavar": "NAME", "help": "kubeconfig context (default: the current)."}),
+        ("--kubeconfig", {"metavar": "PATH", "help": "kubeconfig file (default: $KUBECONFIG)."}),
+        (
+            "-o",
+            "--output",
+            {
+                "type": click.Choice(OUTPUTS),
+                "help": "table (default) or wide: the readable view; json or yaml: the object; "
+                "name: kind/name.",
+            },
+        ),
+    ]
+    for *names, attrs in reversed(flags):
+        option = click.option(
+            *cast("list[str]", names),
+            expose_value=False,
+            callback=_remember,
+            **cast("dict[str, Any]", attrs),
+        )
+        command = option(command)
+    return command
+
+
+def _flag(ctx: click.Context, name: str) -> str | None:
+    value = ctx.meta.get(_META, {}).get(name)
+    return str(value) if value is not None else None
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@global_flags
+def main() -> None:
+    """kubectl precedent: explain, approve, reject and report on RemediationRequests.
+
+    kubectl's flags -n/--namespace, --context, --kubeconfig and -o/--output go before or after
+    the command."""
 
 
 def _session(ctx: click.Context) -> Session:
-    context, namespace = ctx.obj
-    return Session(context, namespace)
+    session = Session(_flag(ctx, "context"), _flag(ctx, "namespace"), _flag(ctx, "kubeconfig"))
+    ctx.call_on_close(session.api.close)  # its connection pool, when the command is done
+    return session
 
 
 @main.command()
 @click.argument("ref")
+@global_flags
 @click.pass_context
 def explain(ctx: click.Context, ref: str) -> None:
     """Risk, factors, similar incidents, playbook, policy and approvals of rr/NAME."""
     session = _session(ctx)
     name = request_name(ref)
     body = session.request(name)
-    # Whatever anyone wrote into the request or its approvals is shown, never executed by
-    # the terminal: control characters are escaped before the view is built.
-    click.echo(render(printable_tree(body), printable_tree(session.approvals_for(name))))
+    if not _printed(ctx, body):
+        # Whatever anyone wrote into the request or its approvals is shown, never executed by
+        # the terminal: control characters are escaped before the view is built (json and yaml
+        # escape them by themselves).
+        click.echo(render(printable_tree(body), printable_tree(session.approvals_for(name))))
+
+
+def _printed(ctx: click.Context, obj: dict[str, Any]) -> bool:
+    """Print ``obj`` as ``-o json|yaml|name`` asked; False for the readable view (table, wide)."""
+    output = _flag(ctx, "output") or "table"
+    if output in ("table", "wide"):
+        return False
+    if output == "name":
+        kind = str(obj.get("kind", "")).lower()
+        click.echo(f"{kind}.{GROUP}/{obj.get('metadata', {}).get('name')}")
+    else:
+        click.echo(render_documents([obj], output))
+    return True
 
 
 def render(body: dict[str, Any], approvals: list[dict[str, Any]]) -> str:
@@ -170,12 +237,13 @@ def render(body: dict[str, Any], approvals: list[dict[str, Any]]) -> str:
             f"    {factor.get('contribution'):+} {factor.get('name')}: {factor.get('detail')}"
         )
     lines.append(f"  reasoning:  {risk.get('reasoning')}")
-    similar = status.get("similarIncidents", [])
+    similar = _reasoning_order(status.get("similarIncidents", []), risk.get("mostRelevantIncident"))
     if similar:
         lines.append("  similar incidents:")
         for item in similar:
+            strongest = "strongest, " if item.get("id") == risk.get("mostRelevantIncident") else ""
             lines.append(
-                f"    {item.get('id')} ({item.get('severity')}, similarity "
+                f"    {item.get('id')} ({strongest}{item.get('severity')}, similarity "
                 f"{item.get('similarity'):.2f}): {item.get('title')}"
             )
     playbook = status.get("playbook")
@@ -216,6 +284,12 @@ def render(body: dict[str, Any], approvals: list[dict[str, Any]]) -> str:
                 + (f" ({a_status.get('reason')}: {a_status.get('message')})" if a_status else "")
             )
     return "\n".join(lines)
+
+
+def _reasoning_order(similar: list[dict[str, Any]], strongest: Any) -> list[dict[str, Any]]:
+    """The similar incidents as the reasoning reads: the strongest precedent (the risk's
+    ``mostRelevantIncident``) first, then the others in the status's order."""
+    return sorted(similar, key=lambda item: item.get("id") != strongest)
 
 
 def _blast_lines(blast: dict[str, Any] | None) -> list[str]:
@@ -277,6 +351,8 @@ def _decide(
         )
     except ApiException as exc:
         fail(api_message(exc, f"remediationapproval for {name}"))
+    if _printed(ctx, created):
+        return
     click.echo(
         f"remediationapproval.precedent.dev/{created['metadata']['name']} created "
         f"({decision} rr/{name} as {spec['approver']})"
@@ -294,6 +370,7 @@ _groups = click.option(
 
 @main.command()
 @click.argument("ref")
+@global_flags
 @_reason
 @_expires
 @_groups
@@ -307,6 +384,7 @@ def approve(
 
 @main.command()
 @click.argument("ref")
+@global_flags
 @_reason
 @click.pass_context
 def reject(ctx: click.Context, ref: str, reason: str) -> None:
@@ -316,6 +394,7 @@ def reject(ctx: click.Context, ref: str, reason: str) -> None:
 
 @main.command()
 @click.argument("ref")
+@global_flags
 @click.option("--result", type=click.Choice(["succeeded", "failed", "partial"]), required=True)
 @click.option("--message", default="", help="What happened.")
 @click.option("--playbook", default=None, help="The playbook that ran (its id).")
@@ -332,9 +411,10 @@ def outcome(ctx: click.Context, ref: str, result: str, message: str, playbook: s
     if playbook:
         reported["playbook"] = {"id": playbook}
     try:
-        session.objects.patch_namespaced_custom_object(
+        patched = session.objects.patch_namespaced_custom_object(
             GROUP, VERSION, session.namespace, REQUESTS, name, {"spec": {"outcome": reported}}
         )
     except ApiException as exc:
         fail(api_message(exc, f"remediationrequest {session.namespace}/{name}"))
-    click.echo(f"remediationrequest.precedent.dev/{name} outcome reported: {result}")
+    if not _printed(ctx, cast("dict[str, Any]", patched)):
+        click.echo(f"remediationrequest.precedent.dev/{name} outcome reported: {result}")

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -26,7 +25,15 @@ from precedent.core.risk_evaluation import format_confusion
 from precedent.core.snapshot import History
 from precedent.errors import PrecedentError
 from precedent.models import SimilarIncident
-from precedent.output import HISTORY_HELP, fail, format_table, run_async, settings_or_fail
+from precedent.output import (
+    HISTORY_HELP,
+    fail,
+    format_table,
+    output_option,
+    render_documents,
+    run_async,
+    settings_or_fail,
+)
 from precedent.services.evaluation import evaluate_risk, run_evaluation, select_for_labelled
 from precedent.settings import Settings
 from precedent.wiring import build_embedder, build_neighbours, build_service, load_history_files
@@ -62,7 +69,10 @@ def _search_row(similar: SimilarIncident, history: History) -> dict[str, Any]:
 @click.option("--domain", default=None, help="Only incidents of this domain (×3 over-fetch).")
 @click.option("--embedder", type=_EMBEDDER_CHOICE, default=None, help="Default: settings.")
 @click.option("--mode", type=_MODE_CHOICE, default=None, help="Default: settings (hybrid).")
-@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table")
+@output_option(
+    help_text="table; wide: with domain, rule score and outcome, whole titles; json/yaml: the "
+    "query and every field; name: incident.precedent.dev/ID, one a line."
+)
 def search_command(
     text: str,
     history: tuple[str, ...],
@@ -92,7 +102,7 @@ def search_command(
         return
     snapshot = service.history.snapshot
     rows = [_search_row(s, snapshot) for s in ranked]
-    if output == "json":
+    if output in ("json", "yaml"):
         document: dict[str, Any] = {
             "query": text,
             "mode": service.config.mode,
@@ -100,26 +110,33 @@ def search_command(
             "results": rows,
             "historySize": service.history_size(),
         }
-        click.echo(json.dumps(document, indent=2))
+        click.echo(render_documents([document], output))
+        return
+    if output == "name":
+        for r in rows:
+            click.echo(f"incident.precedent.dev/{r['id']}")
         return
     if not rows:
         click.echo("no incidents found")
         return
-    table = [
-        [
+    wide = output == "wide"
+    headers = ["#", "ID", "SCORE", "SIMILARITY", "SEMANTIC", "SEVERITY", "TITLE"]
+    if wide:
+        headers[-1:-1] = ["RULE", "DOMAIN", "OUTCOME"]
+    table = []
+    for i, r in enumerate(rows, start=1):
+        cells = [
             str(i),
             r["id"],
             f"{r['score']:.3f}" if r["score"] is not None else "-",
             f"{r['similarity']:.3f}",
             f"{r['semantic']:.3f}" if r["semantic"] is not None else "-",
             r["severity"],
-            r["title"][:70],
         ]
-        for i, r in enumerate(rows, start=1)
-    ]
-    click.echo(
-        format_table(["#", "ID", "SCORE", "SIMILARITY", "SEMANTIC", "SEVERITY", "TITLE"], table)
-    )
+        if wide:
+            cells += [f"{r['rule']:.3f}", r["domain"] or "-", r["outcome"]]
+        table.append([*cells, r["title"] if wide else r["title"][:70]])
+    click.echo(format_table(headers, table))
 
 
 @click.command("eval")
@@ -167,7 +184,10 @@ def search_command(
     default=None,
     help="Risk model for --risk. Default: $PRECEDENT_RISK_MODEL (default).",
 )
-@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table")
+@output_option(
+    ("table", "wide", "json", "yaml"),
+    help_text="table (wide: the same); json/yaml: every number, one document.",
+)
 def eval_command(
     history_path: str | None,
     queries_path: str | None,
@@ -211,8 +231,8 @@ def eval_command(
     except PrecedentError as exc:
         fail(str(exc))
         return
-    if output == "json":
-        click.echo(json.dumps(metrics.as_dict()))
+    if output in ("json", "yaml"):
+        click.echo(render_documents([metrics.as_dict()], output))
         return
     chosen: SimilarityMode = service.config.mode
     name = service.neighbours.name if service.neighbours else "-"
@@ -258,7 +278,7 @@ def _eval_risk(
     except PrecedentError as exc:
         fail(str(exc))
         return
-    if output == "json":
+    if output in ("json", "yaml"):
         document = {
             "riskModel": service.config.risk_model,
             "mode": service.config.mode,
@@ -283,7 +303,7 @@ def _eval_risk(
                 for m in evaluation.misses
             ],
         }
-        click.echo(json.dumps(document, indent=2))
+        click.echo(render_documents([document], output))
         return
     click.echo(
         f"risk model {service.config.risk_model}, {service.config.mode} mode, "
@@ -332,7 +352,7 @@ def _eval_selection(
     except PrecedentError as exc:
         fail(str(exc))
         return
-    if output == "json":
+    if output in ("json", "yaml"):
         document = {
             name: {
                 split: {
@@ -349,7 +369,7 @@ def _eval_selection(
             }
             for name, results in per_model.items()
         }
-        click.echo(json.dumps(document, indent=2))
+        click.echo(render_documents([document], output))
         return
     click.echo(f"{len(labelled)} labelled requests; rates with bootstrap 95% intervals")
     for name, results in per_model.items():

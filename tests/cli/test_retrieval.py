@@ -201,7 +201,7 @@ def test_score_defaults_to_hybrid_and_takes_mode(tmp_path: Path) -> None:
     request.write_text(REQUEST)
     code, out, _ = _run("score", str(request), "--history", str(SEED_INCIDENTS), "-o", "json")
     assert code == 0, out
-    hybrid = json.loads(out)[0]["assessment"]
+    hybrid = json.loads(out)["assessment"]  # one request: the object, not a List
     assert hybrid["engine"]["similarityMode"] == "hybrid"
     assert hybrid["engine"]["embedder"] == "lexical-512"
     parts = {s["id"]: s["parts"] for s in hybrid["similarIncidents"]}
@@ -209,7 +209,7 @@ def test_score_defaults_to_hybrid_and_takes_mode(tmp_path: Path) -> None:
     code, out, _ = _run(
         "score", str(request), "--history", str(SEED_INCIDENTS), "--mode", "rules", "-o", "json"
     )
-    rules = json.loads(out)[0]["assessment"]
+    rules = json.loads(out)["assessment"]
     assert rules["engine"]["similarityMode"] == "rules"
     assert "semantic" not in rules["similarIncidents"][0]["parts"]
 

@@ -79,7 +79,7 @@ def test_score_uses_data_incidents_by_default_and_reads_stdin() -> None:
 def test_json_output_is_the_full_assessment() -> None:
     proc = run("score", "-", "-o", "json", "--risk-model", "seed", stdin=VALID)
     assert proc.returncode == 0, proc.stderr
-    [doc] = json.loads(proc.stdout)
+    doc = json.loads(proc.stdout)  # one request: the object itself, as kubectl prints one
     assert doc["name"] == "restart-payment-api"
     risk = doc["assessment"]["risk"]
     assert risk["score"] == 100

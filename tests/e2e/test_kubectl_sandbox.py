@@ -64,17 +64,21 @@ def test_apply_objects_and_get_the_printer_columns(kubectl: Kubectl) -> None:
     assert "incident.precedent.dev/inc-2025-0847 created" in created
     assert "playbook.precedent.dev/restart-with-readiness-gate created" in created
     header = kubectl("get", "rr").stdout.splitlines()[0].split()
-    assert header == [
+    assert header == ["NAME", "RISK", "SCORE", "DECISION", "READY", "STATUS", "AGE"]
+    wide = kubectl("get", "rr", "-o", "wide").stdout.splitlines()[0].split()
+    assert wide == [
         "NAME",
         "RISK",
         "SCORE",
         "DECISION",
-        "APPROVAL",
+        "READY",
+        "STATUS",
         "INCIDENT",
         "PLAYBOOK",
         "CONFIDENCE",
-        "READY",
+        "UPSTREAM",
         "AGE",
+        "MESSAGE",
     ]
     incidents = kubectl("get", "inc").stdout.splitlines()
     assert incidents[0].split() == ["NAME", "SEVERITY", "ACTION", "RESOURCE", "AGE"]
@@ -148,16 +152,12 @@ def test_wait_for_ready_after_a_status_patch(kubectl: Kubectl) -> None:
     waited = kubectl("wait", "--for=condition=Ready", "rr/restart-payment-api", "--timeout=30s")
     assert "condition met" in waited.stdout
     row = kubectl("get", "rr", "restart-payment-api", "--no-headers").stdout.split()
-    assert row[:8] == [
-        "restart-payment-api",
-        "high",
-        "85",
-        "Denied",
-        "INC-2025-0847",
-        "restart-with-readiness-gate",
-        "0.82",
-        "True",
-    ]
+    # No Approved condition in this status: STATUS is an empty cell, AGE follows.
+    assert row[:5] == ["restart-payment-api", "high", "85", "Denied", "True"]
+    assert len(row) == 6
+    wide = kubectl("get", "rr", "restart-payment-api", "--no-headers", "-o", "wide").stdout
+    assert wide.split()[5:8] == ["INC-2025-0847", "restart-with-readiness-gate", "0.82"]
+    assert wide.rstrip().endswith("risk high (85), Denied")
 
 
 def test_spec_change_is_rejected_by_the_immutability_rule(kubectl: Kubectl, tmp_path: Path) -> None:

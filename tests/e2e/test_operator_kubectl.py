@@ -49,16 +49,24 @@ def test_apply_data_wait_ready_and_read_the_columns(session: Kubectl) -> None:
     session("apply", "-R", "-f", str(REPO / "data" / "requests"))
     session("wait", "--for=condition=Ready", "--timeout=60s", "rr", "--all", "-n", "default")
     out = session("get", "rr", "-n", "default").stdout.splitlines()
-    assert out[0].split() == [
-        "NAME", "RISK", "SCORE", "DECISION", "APPROVAL", "INCIDENT", "PLAYBOOK", "CONFIDENCE",
-        "READY", "AGE",
+    assert out[0].split() == ["NAME", "RISK", "SCORE", "DECISION", "READY", "STATUS", "AGE"]
+    # Every namespace, with the NAMESPACE column: fits a 120-column terminal.
+    everywhere = session("get", "rr", "-A").stdout.splitlines()
+    assert everywhere[0].split()[:2] == ["NAMESPACE", "NAME"]
+    assert max(len(line) for line in everywhere) <= 120, "\n".join(everywhere)
+    # -o wide: the evidence and the Ready message too.
+    wide = session("get", "rr", "-n", "default", "-o", "wide").stdout.splitlines()
+    assert wide[0].split() == [
+        "NAME", "RISK", "SCORE", "DECISION", "READY", "STATUS", "INCIDENT", "PLAYBOOK",
+        "CONFIDENCE", "UPSTREAM", "AGE", "MESSAGE",
     ]  # fmt: skip
-    # Cut rows at the header's column starts: an empty cell (no approval needed) stays a cell.
-    starts = [i for i, ch in enumerate(out[0]) if ch != " " and (i == 0 or out[0][i - 1] == " ")]
+    # Cut rows at the header's column starts: an empty cell stays a cell (the message, last,
+    # runs to the end of the line).
+    starts = [i for i, ch in enumerate(wide[0]) if ch != " " and (i == 0 or wide[0][i - 1] == " ")]
     ends = [*starts[1:], None]
     rows = {
         line.split()[0]: [line[a:b].strip() for a, b in zip(starts, ends, strict=True)]
-        for line in out[1:]
+        for line in wide[1:]
     }
     applied = [
         doc
@@ -71,15 +79,17 @@ def test_apply_data_wait_ready_and_read_the_columns(session: Kubectl) -> None:
     # The default risk model keeps each seed row's band and top incident (scores age with the
     # incidents: recency is measured from each request's creation time).
     def cells(name: str) -> list[str]:
-        return [rows[name][i] for i in (1, 3, 5)]
+        return [rows[name][i] for i in (1, 3, 6)]
 
     assert cells("restart-payment-api") == ["high", "Denied", "INC-2025-0847"]
     assert cells("update-config-sql-prod") == ["medium", "Escalated", "INC-2025-0634"]
-    assert rows["update-config-sql-prod"][4] == "Pending"  # Escalated: waits for a human
-    assert rows["restart-payment-api"][4] == ""  # Denied: nothing to approve
-    assert rows["update-config-sql-prod"][6] == "azure-sql-server-parameter-change"
+    assert rows["update-config-sql-prod"][5] == "Pending"  # Escalated: waits for a human
+    assert rows["restart-payment-api"][5] == "Denied"  # Denied: nothing to approve
+    assert rows["update-config-sql-prod"][7] == "azure-sql-server-parameter-change"
     assert cells("scale-up-web-tier-01") == ["low", "Approved", "INC-2026-0012"]
-    assert all(row[-2] == "True" for row in rows.values())
+    assert rows["scale-up-web-tier-01"][5] == "NotRequired"
+    assert all(row[4] == "True" for row in rows.values())
+    assert rows["restart-payment-api"][-1].startswith("risk high (")
 
 
 def test_category_lists_every_precedent_kind(session: Kubectl) -> None:

@@ -76,7 +76,9 @@ def test_every_bundled_request_gets_the_operators_answer(cluster: Cluster) -> No
         *("-o", "json"),
     )
     assert done.returncode == 0, done.stderr
-    offline = {d["name"]: d["assessment"] for d in json.loads(done.stdout)}
+    listed = json.loads(done.stdout)
+    assert listed["kind"] == "List"
+    offline = {d["name"]: d["assessment"] for d in listed["items"]}
     assert set(offline) == set(answered)
     for name, obj in answered.items():
         assert _comparable(offline[name]) == _comparable(obj["status"]), name

@@ -22,23 +22,25 @@ async def test_list_as_table_has_the_printer_columns(api: httpx.AsyncClient) -> 
         "Risk",
         "Score",
         "Decision",
-        "Approval",
+        "Ready",
+        "Status",
         "Incident",
         "Playbook",
         "Confidence",
         "Upstream",
-        "Ready",
         "Age",
+        "Message",
     ]
     priorities = {c["name"]: c.get("priority", 0) for c in table["columnDefinitions"]}
-    assert priorities["Upstream"] == 1  # kubectl shows it with -o wide only
+    wide_only = {"Incident", "Playbook", "Confidence", "Upstream", "Message"}
+    assert {n for n, p in priorities.items() if p == 1} == wide_only  # kubectl's -o wide
     types = {c["name"]: c["type"] for c in table["columnDefinitions"]}
     assert types["Score"] == "number"
     assert types["Age"] == "date"
     row = table["rows"][0]
     cells = row["cells"]
-    name, risk, score, decision, _approval, incident, playbook, confidence = cells[:8]
-    upstream, ready, age = cells[8:]
+    name, risk, score, decision, ready, _status, incident, playbook, confidence = cells[:9]
+    upstream, age, message = cells[9:]
     assert upstream is None  # no blast radius in this status
     assert (name, risk, score, decision) == ("tbl", "medium", 45.0, "Escalated")
     assert (incident, playbook, confidence, ready) == (
@@ -47,6 +49,10 @@ async def test_list_as_table_has_the_printer_columns(api: httpx.AsyncClient) -> 
         0.82,
         "True",
     )
+    ready_condition = next(
+        c for c in ready_status()["status"]["conditions"] if c["type"] == "Ready"
+    )
+    assert message == ready_condition["message"]
     assert re.fullmatch(r"\d+s", age)
     assert row["object"]["kind"] == "PartialObjectMetadata"
     assert row["object"]["metadata"]["name"] == "tbl"

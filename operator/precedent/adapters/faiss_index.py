@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 from collections import Counter
@@ -26,12 +27,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 
-import faiss
 import numpy as np
 import numpy.typing as npt
 
 from precedent.core.ports import IndexStats
 from precedent.errors import DependencyError, InputError
+
+# faiss's loader logs at INFO every CPU-specific build it tries while it imports (with the
+# ModuleNotFoundError of each one this machine lacks): noise in every log, so only its
+# warnings show. Set before the import, which is when it logs.
+logging.getLogger("faiss.loader").setLevel(logging.WARNING)
+import faiss  # noqa: E402
 
 __all__ = ["ApproximateCodes", "FaissIncidentIndex", "IndexKind"]
 

@@ -69,7 +69,7 @@ async def _serve(sandbox: Sandbox, kubeconfig: Path, ready_file: Path | None) ->
     click.echo("sandbox API server stopped")
 
 
-@click.command("precedent-sandbox")
+@click.command("precedent-sandbox", context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option(
     "--port", default=0, show_default=True, type=click.IntRange(0, 65535), help="0: a free port."

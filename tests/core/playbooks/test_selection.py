@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -254,6 +255,24 @@ def test_all_below_threshold_says_none_was_confident_enough(index: CatalogIndex)
     assert "below min_confidence 0.90" in reason
     # Far below the bar: not worth suggesting by hand.
     assert not any("closest playbook" in s for s in decision.recommendation.suggested_actions)
+
+
+@pytest.mark.parametrize("gap", [0.0001, 0.001, 0.004, 0.02])
+def test_below_min_confidence_reads_as_a_true_comparison(index: CatalogIndex, gap: float) -> None:
+    # The best's confidence just under the bar: rounded to two digits both would print alike.
+    probe = PlaybookQuery.create("pod memory pressure", OOM_LABELS, min_confidence=1.0)
+    best = index.search(probe).best_below
+    assert best is not None
+    query = PlaybookQuery.create(
+        "pod memory pressure", OOM_LABELS, min_confidence=best.confidence + gap
+    )
+    decision = decide(query, index.search(query))
+    assert decision.recommendation is not None
+    found = re.search(
+        r"scored (\d\.\d+) .* below min_confidence (\d\.\d+)", decision.recommendation.reason
+    )
+    assert found is not None, decision.recommendation.reason
+    assert float(found.group(1)) < float(found.group(2)), decision.recommendation.reason
 
 
 def test_a_near_miss_is_suggested_for_review(index: CatalogIndex) -> None:

@@ -101,7 +101,7 @@ def test_score_shows_playbook_confidence_and_method() -> None:
 def test_score_full_output_carries_the_selection() -> None:
     proc = run(*SCORE, "--catalog", str(DATA / "playbooks"), "-o", "json")
     assert proc.returncode == 0, proc.stderr
-    docs = {d["name"]: d["assessment"] for d in json.loads(proc.stdout)}
+    docs = {d["name"]: d["assessment"] for d in json.loads(proc.stdout)["items"]}
     playbook = docs["oom-checkout"]["playbook"]
     assert playbook["id"] == "pod-oom-recovery"
     assert playbook["selectionMethod"] == "data_driven"
@@ -135,12 +135,12 @@ def test_score_with_a_missing_catalog_path_fails_cleanly() -> None:
 def test_score_through_the_served_context_api(served: str) -> None:
     proc = run(*SCORE, "--catalog", served, "-o", "json")
     assert proc.returncode == 0, proc.stderr
-    docs = {d["name"]: d["assessment"] for d in json.loads(proc.stdout)}
+    docs = {d["name"]: d["assessment"] for d in json.loads(proc.stdout)["items"]}
     playbook = docs["oom-checkout"]["playbook"]
     assert playbook["id"] == "pod-oom-recovery"
     assert playbook["selectionMethod"] == "data_driven"
     local = run(*SCORE, "--catalog", str(DATA / "playbooks"), "-o", "json")
-    local_docs = {d["name"]: d["assessment"] for d in json.loads(local.stdout)}
+    local_docs = {d["name"]: d["assessment"] for d in json.loads(local.stdout)["items"]}
     assert playbook["confidence"] == local_docs["oom-checkout"]["playbook"]["confidence"]
     # The client asks for the parts (include_components=true): they survive the HTTP path.
     assert playbook["components"] == local_docs["oom-checkout"]["playbook"]["components"]

@@ -1,7 +1,8 @@
 -- Argo CD health of a precedent.dev RemediationRequest, from the operator's kstatus conditions.
 --   Degraded:    Stalled (invalid spec), Denied by policy, or an approval Rejected.
 --   Progressing: not yet assessed, a new generation not yet observed, Reconciling (a dependency
---                is down), or an Escalated request waiting for a human (Approved=Unknown).
+--                is down), or an Escalated request waiting for a human (Approved=Unknown, or
+--                Approved=False with reason Expired: its approval lapsed and it waits again).
 --   Healthy:     Ready, and approved or not needing approval.
 local hs = {}
 
@@ -66,7 +67,7 @@ if approved ~= nil then
   if approved.status == "True" then
     hs.status = "Healthy"
     hs.message = said(ready, "Assessed")
-  elseif approved.status == "False" then
+  elseif approved.status == "False" and approved.reason ~= "Expired" then
     hs.status = "Degraded"
     hs.message = said(approved, "Not approved")
   else

@@ -86,6 +86,16 @@ def _percent(value: float) -> str:
     return f"{value:.2f}"
 
 
+def _below(value: float, threshold: float) -> tuple[str, str]:
+    """``value`` and ``threshold`` (value < threshold) printed with as many digits (two at
+    least) as it takes for the comparison to show: "0.699 below 0.700", never "0.70 below 0.70"."""
+    for digits in range(2, 7):
+        shown, limit = f"{value:.{digits}f}", f"{threshold:.{digits}f}"
+        if float(shown) < float(limit):
+            return shown, limit
+    return repr(value), repr(threshold)
+
+
 def _rationale(
     pick: ScoredPlaybook,
     query: PlaybookQuery,
@@ -93,7 +103,13 @@ def _rationale(
     source_note: str | None,
     alternatives: int,
 ) -> str:
-    sentence = f"Selected {pick.id} {pick.version} with confidence {_percent(pick.confidence)}"
+    below = pick.is_new and pick.confidence < query.min_confidence
+    shown, limit = (
+        _below(pick.confidence, query.min_confidence)
+        if below
+        else (_percent(pick.confidence), _percent(query.min_confidence))
+    )
+    sentence = f"Selected {pick.id} {pick.version} with confidence {shown}"
     if pick.parts is not None:
         part, value = pick.parts.strongest(weights)
         sentence += f", strongest on {part} ({_percent(value)})"
@@ -101,9 +117,9 @@ def _rationale(
         sentence += " (the Context API reports the total only, not its parts)"
     if pick.is_new:
         sentence += ", a new playbook with no execution history"
-        if pick.confidence < query.min_confidence:
+        if below:
             sentence += (
-                f", listed below min_confidence {_percent(query.min_confidence)} because new "
+                f", listed below min_confidence {limit} because new "
                 "playbooks are judged without history"
             )
     if alternatives:
@@ -145,11 +161,12 @@ def _manual_reason(query: PlaybookQuery, answer: CatalogAnswer) -> str:
     near = answer.best_below
     if near is not None and near.parts is not None:
         p = near.parts
+        shown, limit = _below(near.confidence, query.min_confidence)
         return (
             f"no playbook confident enough: the best, {near.id} {near.version}, scored "
-            f"{_percent(near.confidence)} (semantic {_percent(p.semantic)}, label match "
+            f"{shown} (semantic {_percent(p.semantic)}, label match "
             f"{_percent(p.label_match)}, historical {_percent(p.historical)}), below "
-            f"min_confidence {_percent(query.min_confidence)}"
+            f"min_confidence {limit}"
         )
     return (
         f"no playbook confident enough: {answer.source} returned none at or above "
