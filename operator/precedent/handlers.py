@@ -148,8 +148,12 @@ async def configure_outcomes(
     async def login() -> ApiConnection:
         return _connection(_login_now(settings, logger))
 
-    api = KubeApi(await login(), login=login, connections=EVENT_POSTS_AT_ONCE)
-    memo.kube_api = api
+    # One client for the process: kopf runs this again after a TemporaryError below, and a
+    # second client would leave the first one's connections open.
+    api: KubeApi | None = getattr(memo, "kube_api", None)
+    if api is None:
+        api = KubeApi(await login(), login=login, connections=EVENT_POSTS_AT_ONCE)
+        memo.kube_api = api
     memo.events = EventPoster(api)
     memo.event_slots = FairSlots(EVENT_POSTS_AT_ONCE)
     memo.outcomes = build_outcomes(memo.config, memo.service, cluster=api)
@@ -185,11 +189,13 @@ async def close(memo: kopf.Memo, **_: Any) -> None:
         with contextlib.suppress(asyncio.CancelledError):
             await task
     service: AssessmentService | None = getattr(memo, "service", None)
-    if service is not None:
-        await service.aclose()
     api: KubeApi | None = getattr(memo, "kube_api", None)
-    if api is not None:
-        await api.aclose()
+    try:
+        if service is not None:
+            await service.aclose()
+    finally:
+        if api is not None:
+            await api.aclose()
 
 
 @kopf.on.login(id="login")

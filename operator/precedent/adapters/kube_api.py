@@ -83,8 +83,11 @@ class KubeApi:
         self._connection = connection
         # Made on first use: an aiohttp session belongs to the running event loop.
         self._session: aiohttp.ClientSession | None = None
+        self._closed = False
 
     def _client(self) -> aiohttp.ClientSession:
+        if self._closed:  # a late call after shutdown opens no session nobody would close
+            raise DependencyError("the API client is closed (the operator is stopping)")
         if self._session is None:
             self._session = aiohttp.ClientSession(
                 headers=dict(self._connection.headers),
@@ -210,7 +213,8 @@ class KubeApi:
         return await self.list_objects(API_PREFIX, plural, page=page)
 
     async def aclose(self) -> None:
-        """Close the pooled connections."""
+        """Close the pooled connections; later calls fail instead of opening new ones."""
+        self._closed = True
         if self._session is not None:
             await self._session.close()
             self._session = None
