@@ -273,6 +273,8 @@ def run_once(module: str, n: int, history: Path, workdir: Path) -> dict[str, Any
             "KUBECONFIG": str(kubeconfig),
             "PRECEDENT_HISTORY_PATH": str(history),
             "PRECEDENT_METRICS_PORT": "0",
+            # Enforce mode does not start without the key of the status mark.
+            "PRECEDENT_STATUS_KEY": "bench-status-key",
         }
         operator = subprocess.Popen(
             [
@@ -282,7 +284,7 @@ def run_once(module: str, n: int, history: Path, workdir: Path) -> dict[str, Any
                 "run",
                 "-m",
                 module,
-                "--all-namespaces",
+                *os.environ.get("BENCH_OPERATOR_SCOPE", "--all-namespaces").split(),
                 "--standalone",
                 "--quiet",
             ],
