@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-__all__ = ["ACTION_CONCEPTS", "CONCEPTS", "concepts"]
+__all__ = ["ACTION_CONCEPTS", "CONCEPTS", "TRIGGERS", "concepts"]
 
 _GAP = r"(?:\s+\w+){0,3}?\s+"  # up to three words between a verb and its object
 
@@ -171,6 +171,62 @@ CONCEPTS: Mapping[str, re.Pattern[str]] = {
 }
 """Concept name → one compiled pattern over lower-case text."""
 
+# Literal words-parts that every match of a concept contains (one of them at least): a text
+# that has none cannot match, so its pattern is not run. A text names a handful of concepts,
+# and a substring test is far cheaper than a regular-expression scan, so this leaves about one
+# scan in five. tests/core/test_embedder_pinned.py derives each phrase's required literals
+# from its pattern and checks that these cover them.
+TRIGGERS: Mapping[str, tuple[str, ...]] = {
+    "scale-down": (
+        "scal",
+        "reduc",
+        "lower",
+        "cut",
+        "shrink",
+        "shrank",
+        "shrunk",
+        "trim",
+        "decreas",
+        "remov",
+        "fewer",
+    ),
+    "scale-up": ("scal", "upsiz", "increas", "rais", "add", "grow", "more", "resiz"),
+    "restart": ("restart", "reboot", "bounc", "cycl", "roll", "kill"),
+    "rollback": ("roll", "revert", "und", "previous"),
+    "rollout": ("roll", "deploy", "releas", "canary", "ship"),
+    "delete": ("delet", "remov", "clean", "uninstall", "prun", "destroy"),
+    "drain": ("drain", "cordon", "evacuat", "evict", "maintenance"),
+    "certificate": ("cert", "tls", "ssl", "x509", "bundle", "truststore"),
+    "credential-rotation": ("rotat", "password", "credential", "key"),
+    "config-change": ("config", "setting", "flag", "env", "annotation"),
+    "failover": ("fail", "switchover", "promot", "primary", "lag"),
+    "dns": ("dns", "resolv", "nxdomain", "servfail"),
+    "firewall": (
+        "firewall",
+        "nsg",
+        "secur",
+        "polic",
+        "netpol",
+        "deny",
+        "block",
+        "egress",
+        "ingress",
+    ),
+    "resource-limits": ("limit", "request", "throttl", "oom", "memory"),
+    "upgrade": ("upgrad", "image", "surge"),
+    "autoscaler": ("autoscal", "hpa", "keda", "scaledobject"),
+    "node-pool": ("pool", "group", "machine", "vmss", "scale"),
+    "flapping": ("flap", "oscillat", "thrash", "down", "yo"),
+    "crash-loop": ("crash", "restart"),
+    "disk-full": ("disk", "space", "fill", "volume"),
+    "single-replica": ("replica", "pod", "instance"),
+}
+"""Concept name → literals one of which every match of its pattern contains."""
+
+_MATCHERS: tuple[tuple[str, str, re.Pattern[str], tuple[str, ...]], ...] = tuple(
+    (name, f"~{name}", CONCEPTS[name], TRIGGERS[name]) for name in _PHRASES
+)
+
 _SEPARATORS = re.compile(r"[^a-z0-9]+")
 
 
@@ -196,9 +252,13 @@ def concepts(text: str, *, only: frozenset[str] | None = None) -> list[str]:
     (``only``: just these concepts)."""
     flat = _SEPARATORS.sub(" ", text.lower())
     found: list[str] = []
-    for name, pattern in CONCEPTS.items():
+    for name, feature, pattern, triggers in _MATCHERS:
         if only is not None and name not in only:
             continue
-        hits = len(pattern.findall(flat))
-        found.extend([f"~{name}"] * hits)
+        for trigger in triggers:
+            if trigger in flat:
+                hits = len(pattern.findall(flat))
+                if hits:
+                    found.extend([feature] * hits)
+                break
     return found
