@@ -17,7 +17,8 @@ import math
 import re
 import zlib
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -390,6 +391,48 @@ class Bm25Match:
     def ids(self) -> list[str]:
         """The documents' ids."""
         return list(self._docs)
+
+    def export(self) -> dict[str, Any]:
+        """Every document's terms as flat arrays (with ``restore``: the saved index's
+        companion, so a restart need not read every incident's text again)."""
+        vocabulary: dict[str, int] = {}
+        ids, fingerprints, lengths, offsets, terms, counts = [], [], [], [0], [], []
+        for doc_id, (found, length, fingerprint) in self._docs.items():
+            ids.append(doc_id)
+            fingerprints.append(fingerprint)
+            lengths.append(length)
+            for term, count in found.items():
+                terms.append(vocabulary.setdefault(term, len(vocabulary)))
+                counts.append(count)
+            offsets.append(len(terms))
+        return {
+            "ids": ids,
+            "fingerprints": fingerprints,
+            "vocabulary": list(vocabulary),
+            "lengths": np.array(lengths, dtype=np.int64),
+            "offsets": np.array(offsets, dtype=np.int64),
+            "terms": np.array(terms, dtype=np.int32),
+            "counts": np.array(counts, dtype=np.int32),
+        }
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        """Replace every document with those of an ``export`` (the caller checked it)."""
+        vocabulary = list(state["vocabulary"])
+        offsets = state["offsets"].tolist()
+        terms, counts = state["terms"].tolist(), state["counts"].tolist()
+        self._docs.clear()
+        self._df.clear()
+        self._total = 0
+        for row, (doc_id, fingerprint, length) in enumerate(
+            zip(state["ids"], state["fingerprints"], state["lengths"].tolist(), strict=True)
+        ):
+            start, end = offsets[row], offsets[row + 1]
+            found = Counter(
+                dict(zip([vocabulary[t] for t in terms[start:end]], counts[start:end], strict=True))
+            )
+            self._docs[str(doc_id)] = (found, int(length), str(fingerprint))
+            self._df.update(found.keys())
+            self._total += int(length)
 
     def _terms(self, text: str) -> Counter[str]:
         counts = Counter(tokenize(text))
