@@ -92,7 +92,8 @@ def test_an_oversized_history_stops_it_naming_the_ways_that_load(tmp_path: Path)
     line = _one_line(_refused(tmp_path, PRECEDENT_HISTORY_PATH=str(history)))
     assert str(history) in line
     assert "input limit" in line
-    assert "directory" in line and "JSON Lines" in line
+    assert "directory" in line
+    assert "JSON Lines" in line
 
 
 def test_an_unreadable_history_stops_it_naming_the_file(tmp_path: Path) -> None:
@@ -100,7 +101,8 @@ def test_an_unreadable_history_stops_it_naming_the_file(tmp_path: Path) -> None:
     history.mkdir()
     (history / "incidents.yaml").write_bytes(b"kind: Incident\nspec: \xff\xfe\n")
     line = _one_line(_refused(tmp_path, PRECEDENT_HISTORY_PATH=str(history)))
-    assert "incidents.yaml" in line and "UTF-8" in line
+    assert "incidents.yaml" in line
+    assert "UTF-8" in line
 
 
 # -- the vector index at start-up ---------------------------------------------------------------
@@ -194,9 +196,11 @@ def test_the_index_is_built_before_ready_and_a_corrupt_or_stale_one_is_rebuilt(
             health = _free_port()
             with _operator(kubeconfig, log, health, **settings) as process:
                 body = _until_ready(process, health, log)
-                assert body["ready"] is True and body["history"] == len(docs)
+                assert body["ready"] is True
+                assert body["history"] == len(docs)
                 status = _answered(sandbox.url, request)["status"]
-                assert isinstance(status, dict) and status.get("risk")
+                assert isinstance(status, dict)
+                assert status.get("risk")
             return _index_line(log, round_)
 
         # First start: nothing saved, every incident embedded; the index is saved.
