@@ -166,3 +166,27 @@ def test_every_phrase_of_a_concept_contains_one_of_its_triggers(name: str) -> No
         assert _covered(list(parsed), vocabulary.TRIGGERS[name]), (name, phrase)
     # And the check can fail: a phrase whose words are not among the triggers is not covered.
     assert not _covered(list(parser.parse(r"zebra\w*\s+crossing")), vocabulary.TRIGGERS[name])
+
+
+def test_an_index_sync_counts_and_embeds_as_one_text_at_a_time() -> None:
+    # sync reads each batch's texts once for vectors and counts (``remembering``): the same
+    # table and the same vectors as embedding and counting each text on its own.
+    from precedent.adapters.vector_neighbours import VectorNeighbours
+    from precedent.core.snapshot import History
+
+    incidents = load_incidents([DATA / "incidents"])
+    neighbours = VectorNeighbours(LexicalEmbedder(), batch_size=16)
+    neighbours.sync(History(incidents))
+    embedder, expected = LexicalEmbedder(), DocumentFrequencies()
+    for incident in incidents:
+        expected.add(embedder.feature_keys(incident_text(incident), expected))
+    assert neighbours.frequencies is not None
+    assert neighbours.frequencies.documents == expected.documents == len(incidents)
+    assert np.array_equal(neighbours.frequencies.counts, expected.counts)
+    remembering = LexicalEmbedder()
+    with remembering.remembering():
+        remembering.embed_documents([incident_text(i) for i in incidents])  # features kept
+        vectors = embed_incidents(remembering, incidents)
+        keys = [remembering.feature_keys(incident_text(i), expected) for i in incidents]
+    assert _digest(vectors) == PINNED["incidents"]
+    assert _digest(np.concatenate(keys)) == PINNED["feature-keys"]

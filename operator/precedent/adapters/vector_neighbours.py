@@ -177,10 +177,20 @@ class VectorNeighbours:
             for incident in history.incidents
             if self.index.fingerprint(incident.id) != self._fingerprint(incident)
         ]
-        self._count(history, todo, recount=removed > 0 or any(i.id in self.index for i in todo))
+        counting = self._count(
+            history, todo, recount=removed > 0 or any(i.id in self.index for i in todo)
+        )
+        embedder = self.embedder
         for start in range(0, len(todo), self.batch_size):
             batch = todo[start : start + self.batch_size]
-            vectors = embed_incidents(self.embedder, batch, self.title_weight)
+            if counting and isinstance(embedder, LexicalEmbedder):
+                # The batch's texts are read once for their vectors and their counts.
+                with embedder.remembering():
+                    vectors = embed_incidents(embedder, batch, self.title_weight)
+                    for incident in batch:
+                        self._add_count(incident)
+            else:
+                vectors = embed_incidents(embedder, batch, self.title_weight)
             self.index.add(
                 [i.id for i in batch],
                 vectors,
@@ -299,15 +309,24 @@ class VectorNeighbours:
             if self.bm25.fingerprint(incident.id) != fingerprint:
                 self.bm25.add(incident.id, incident_text(incident), fingerprint)
 
-    def _count(self, history: History, todo: list[Incident], *, recount: bool) -> None:
+    def _count(self, history: History, todo: list[Incident], *, recount: bool) -> bool:
+        """Count every incident not in ``todo`` that is not counted yet; True when the
+        caller is to count ``todo``'s (as it embeds them, :meth:`_add_count`)."""
         frequencies, embedder = self.frequencies, self.embedder
         if frequencies is None or not isinstance(embedder, LexicalEmbedder):
-            return
+            return False
         # Everything not in ``todo`` must already be counted, else the table is rebuilt.
         if recount or frequencies.documents != len(history) - len(todo):
             frequencies.clear()
-            todo = list(history.incidents)
-        for incident in todo:
+            pending = {i.id for i in todo}
+            for incident in history.incidents:
+                if incident.id not in pending:
+                    self._add_count(incident)
+        return True
+
+    def _add_count(self, incident: Incident) -> None:
+        frequencies, embedder = self.frequencies, self.embedder
+        if frequencies is not None and isinstance(embedder, LexicalEmbedder):
             frequencies.add(embedder.feature_keys(incident_text(incident), frequencies))
 
     def cosines(self, text: str, k: int, *, domain: str | None = None) -> list[tuple[str, float]]:

@@ -12,13 +12,14 @@ it is fitted on a corpus and is not meant for the operator.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import re
 import sys
 import zlib
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -146,8 +147,10 @@ class LexicalEmbedder:
         self._vocabulary = vocabulary
         # Token → crc32; the history's vocabulary is small, so this cache stays small.
         self._hashes: dict[str, int] = {}
-        # Word → its character n-grams in order (same bound): words repeat across incidents.
+        # Word → its character n-grams in order (a tenth of the bound): words repeat.
         self._grams: dict[str, tuple[str, ...]] = {}
+        # Texts' features kept while ``remembering`` (one batch of incidents).
+        self._memo: dict[tuple[str, bool], tuple[Counter[str], Counter[str]]] | None = None
 
     @property
     def name(self) -> str:
@@ -202,11 +205,32 @@ class LexicalEmbedder:
             found = tuple(
                 padded[i : i + n] for n in range(lo, min(hi, size) + 1) for i in range(size - n + 1)
             )
-            if len(self._grams) < 1_000_000:
+            if len(self._grams) < 100_000:
                 self._grams[word] = found
         return found
 
+    @contextlib.contextmanager
+    def remembering(self) -> Iterator[None]:
+        """Within the block, a text's features are computed once (an incident's vector and its
+        document-frequency keys read the same text); forgotten when the block ends."""
+        self._memo = {}
+        try:
+            yield
+        finally:
+            self._memo = None
+
     def _features(self, text: str, vocabulary: bool = True) -> tuple[Counter[str], Counter[str]]:
+        memo = self._memo
+        if memo is None:
+            return self._compute_features(text, vocabulary)
+        found = memo.get((text, vocabulary))
+        if found is None:
+            found = memo[(text, vocabulary)] = self._compute_features(text, vocabulary)
+        return found
+
+    def _compute_features(
+        self, text: str, vocabulary: bool = True
+    ) -> tuple[Counter[str], Counter[str]]:
         words = tokenize(text)
         word_feats: Counter[str] = Counter(words)
         if self._bigram_weight > 0:
