@@ -16,9 +16,11 @@ import contextlib
 import logging
 import os
 import secrets
+import sys
 import time
 from datetime import UTC, datetime
-from typing import Any, cast
+from pathlib import Path
+from typing import Any, NoReturn, cast
 
 import kopf
 import prometheus_client
@@ -69,9 +71,37 @@ LIST_CHUNK_SIZE = 500
 configure_logging(log_format_from_environment())
 
 
+# Exit status of an operator whose configuration cannot be loaded: Kubernetes restarts it
+# (CrashLoopBackOff) and shows the one line it printed as the reason.
+EXIT_CANNOT_START = 3
+# Where the kubelet reads a container's termination message (the pod's terminationMessagePath).
+TERMINATION_LOG = Path("/dev/termination-log")
+
+
+def _stop(reason: str) -> NoReturn:
+    """Print one line naming why the operator cannot start, and exit non-zero at once.
+
+    Nothing else is running yet (no watch, no handler), so there is nothing to clean up; a
+    startup activity that only failed would leave a process that looks alive and never works.
+    """
+    line = f"precedent: cannot start: {' '.join(reason.split())}"
+    if TERMINATION_LOG.exists():
+        with contextlib.suppress(OSError):
+            TERMINATION_LOG.write_text(line + "\n", encoding="utf-8")
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+    os._exit(EXIT_CANNOT_START)
+
+
 @kopf.on.startup(id="configure")
-async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
-    """Build dependencies once and keep them in ``memo``; store kopf state in status."""
+async def configure(
+    settings: kopf.OperatorSettings, memo: kopf.Memo, logger: kopf.Logger, **_: Any
+) -> None:
+    """Build dependencies once and keep them in ``memo``; store kopf state in status; build or
+    load the vector index. A configuration that cannot be loaded stops the operator."""
+    memo.index_ready = False
     try:
         config = load_settings()
         if config.policy_mode == "enforce" and config.status_key is None:
@@ -83,7 +113,9 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
             )
         service = build_service(config, follows_cluster=True)
     except PrecedentError as exc:
-        raise kopf.PermanentError(f"invalid configuration: {exc}") from None
+        _stop(f"invalid configuration: {exc}")
+    except (OSError, MemoryError) as exc:
+        _stop(f"cannot load the configuration: {exc}")
     # Peering (ignored with --standalone): a random priority unless one is set, so that two
     # replicas never tie; the lifetime bounds how long a standby waits after a crash.
     settings.peering.priority = (
@@ -100,26 +132,37 @@ async def configure(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) 
     settings.posting.level = logging.WARNING
     settings.networking.request_timeout = 30
     settings.watching.chunk_size = LIST_CHUNK_SIZE
-    memo.service = service
+    configure_logging(config.log_format)
+    if config.metrics_port:
+        # Its own port, apart from kopf's liveness endpoint; prometheus-client serves a thread.
+        try:
+            prometheus_client.start_http_server(config.metrics_port, addr=config.metrics_host)
+        except OSError as exc:  # kopf would otherwise retry every 60 s, scoring nothing
+            reason = os.strerror(exc.errno) if exc.errno else str(exc)
+            _stop(
+                f"metrics: cannot listen on {config.metrics_host}:{config.metrics_port}: {reason}"
+            )
+    # The vector index is built (or loaded from PRECEDENT_INDEX_DIR) now, off the event loop,
+    # so the first request is answered at once; /healthz says not ready until it is.
+    started = time.perf_counter()
+    try:
+        report = await asyncio.to_thread(service.prepare_index)
+    except PrecedentError as exc:
+        _stop(f"vector index: {exc}")
+    logger.info("%s in %.1f s", report, time.perf_counter() - started)
     memo.config = config
     # What the watch applied, compared with a full list now and then (see resync below).
     memo.incident_mirror = ObjectMirror[str]("incidents")
     memo.playbook_mirror = ObjectMirror[str]("playbooks")
-    configure_logging(config.log_format)
     memo.recorder = DecisionRecorder(service)
     if service.signer.ephemeral:
         logging.getLogger(__name__).warning(
             "PRECEDENT_STATUS_KEY is not set (audit-only mode): statuses are signed with a "
             "per-process key, so every request is assessed again after a restart"
         )
-    if config.metrics_port:
-        # Its own port, apart from kopf's liveness endpoint; prometheus-client serves a thread.
-        try:
-            prometheus_client.start_http_server(config.metrics_port, addr=config.metrics_host)
-        except OSError as exc:  # permanent: kopf would otherwise retry every 60 s, scoring nothing
-            reason = os.strerror(exc.errno) if exc.errno else str(exc)
-            where = f"{config.metrics_host}:{config.metrics_port}"
-            raise kopf.PermanentError(f"metrics: cannot listen on {where}: {reason}") from None
+    # Last: the other activities and every handler take ``memo.service`` as "configured".
+    memo.service = service
+    memo.index_ready = True
 
 
 def _connection(info: kopf.ConnectionInfo) -> ApiConnection:
@@ -141,9 +184,7 @@ async def configure_outcomes(
 ) -> None:
     """Outcome handling, with an API client logged in as kopf logs in (it creates Incidents
     and writes Playbook counts, which kopf's own client does not do)."""
-
-    if "service" not in memo:
-        return  # configure failed permanently: kopf stops the operator with its message
+    _configured(memo)
 
     async def login() -> ApiConnection:
         return _connection(_login_now(settings, logger))
@@ -810,8 +851,7 @@ async def _resync_graph_forever(memo: kopf.Memo, logger: kopf.Logger) -> None:
 @kopf.on.startup(id="graph-resync")
 async def start_graph_resync(memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
     """Start the periodic full list of the graph's kinds (when the graph and it are on)."""
-    if "service" not in memo:
-        return  # configure failed permanently: kopf stops the operator with its message
+    _configured(memo)
     if memo.service.blast is not None and memo.config.blast_radius_resync_seconds > 0:
         memo.graph_resync = asyncio.create_task(
             _resync_graph_forever(memo, logger), name="graph-resync"
@@ -840,15 +880,31 @@ if _follows_graph():
         )(graph_object_deleted)
 
 
+def _configured(memo: kopf.Memo) -> AssessmentService:
+    """The service ``configure`` built; a permanent error (not a retry every 60 s) if there is
+    none, which only happens when configure did not finish."""
+    service: AssessmentService | None = getattr(memo, "service", None)
+    if service is None:
+        raise kopf.PermanentError("not configured: the configure activity did not finish")
+    return service
+
+
+@kopf.on.probe(id="ready")
+def probe_ready(memo: kopf.Memo, **_: Any) -> bool:
+    """Readiness at /healthz: an error (HTTP 500) until the configuration is loaded and the
+    vector index is built or loaded; then true."""
+    if not getattr(memo, "index_ready", False):
+        raise kopf.PermanentError("not ready: the vector index is being built")
+    return True
+
+
 @kopf.on.probe(id="history")
 def probe_history(memo: kopf.Memo, **_: Any) -> int:
     """Liveness/readiness detail at /healthz: incidents in the current snapshot."""
-    service: AssessmentService = memo.service
-    return service.history_size()
+    return _configured(memo).history_size()
 
 
 @kopf.on.probe(id="playbooks")
 def probe_playbooks(memo: kopf.Memo, **_: Any) -> int:
     """Liveness/readiness detail at /healthz: playbooks in the in-process catalog."""
-    service: AssessmentService = memo.service
-    return len(service.catalog)
+    return len(_configured(memo).catalog)

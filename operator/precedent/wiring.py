@@ -15,6 +15,7 @@ from pathlib import Path
 from pydantic import SecretStr
 
 from precedent.adapters.action_registry import load_action_registry
+from precedent.adapters.bounded import TooLarge
 from precedent.adapters.catalog_http import HttpPlaybookCatalog
 from precedent.adapters.catalog_local import LocalPlaybookCatalog
 from precedent.adapters.context_facts import load_facts, load_mapping
@@ -30,7 +31,7 @@ from precedent.core.policy import BlastLimits, PolicyEngine
 from precedent.core.ports import Embedder, IncidentMemory, MemoryFailure
 from precedent.core.resilience import RetryPolicy
 from precedent.core.semantic import calibration_for, incident_text
-from precedent.errors import DependencyError, InputError
+from precedent.errors import DependencyError, InputError, LoadError
 from precedent.metrics import METRICS, Metrics
 from precedent.models import Incident, Playbook
 from precedent.services.approvals import ApprovalPolicy, ApprovalService, RequestStore
@@ -179,10 +180,21 @@ def _secret(value: SecretStr | None) -> str | None:
 
 
 def load_history_files(paths: Sequence[str | Path]) -> list[Incident]:
-    """Incidents from YAML files and directories, or from one ``.jsonl`` history."""
+    """Incidents from YAML files and directories, or from one ``.jsonl`` history.
+
+    A YAML file is read whole, within the input limit (64 MiB, about 35,000 incidents); a
+    directory holds any number of such files, and a JSON Lines history is read one line at a
+    time, whatever its size. A YAML file over the limit is refused naming both ways.
+    """
     if len(paths) == 1 and str(paths[0]).endswith(".jsonl"):
         return list(load_history_jsonl(paths[0]).incidents)
-    return load_incidents(paths)
+    try:
+        return load_incidents(paths)
+    except TooLarge as exc:
+        raise LoadError(
+            f"{exc}; a larger history loads as a directory of YAML files under the limit, or "
+            "as one JSON Lines file (.jsonl, one incident per line, read line by line)"
+        ) from None
 
 
 def _local_catalog(

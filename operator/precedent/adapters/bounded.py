@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -33,7 +34,9 @@ __all__ = [
     "LIMITS",
     "STDIN",
     "InputLimits",
+    "TooLarge",
     "check_depth",
+    "iter_lines",
     "parse_json",
     "parse_yaml_documents",
     "read_bytes",
@@ -75,8 +78,12 @@ def _decode(data: bytes, source: str) -> str:
         ) from None
 
 
+class TooLarge(LoadError):
+    """An input larger than ``max_bytes``; callers may add the way that reads it."""
+
+
 def _too_big(source: str, limits: InputLimits) -> LoadError:
-    return LoadError(
+    return TooLarge(
         f"{source}: larger than the {limits.max_bytes // (1024 * 1024)} MiB input limit"
         if limits.max_bytes >= 1024 * 1024
         else f"{source}: larger than the {limits.max_bytes}-byte input limit"
@@ -104,6 +111,36 @@ def read_bytes(path: str | Path, *, limits: InputLimits = LIMITS) -> tuple[bytes
             raise _too_big(source, limits)
         with file.open("rb") as handle:  # read at most the limit: /dev/zero has no size
             return _read_stream(handle, source, limits), source
+    except OSError as exc:
+        raise LoadError(f"{source}: cannot read: {exc.strerror or exc}") from None
+
+
+def iter_lines(path: str | Path, *, limits: InputLimits = LIMITS) -> Iterator[tuple[int, str]]:
+    """The non-blank lines of a UTF-8 file, numbered from 1, read one at a time: the file may
+    be of any size, each line at most ``max_line_bytes`` (a JSON Lines history)."""
+    file = Path(path)
+    source = str(file)
+    try:
+        with file.open("rb") as handle:
+            number = 0
+            while True:
+                raw = handle.readline(limits.max_line_bytes + 1)
+                if not raw:
+                    return
+                number += 1
+                if len(raw) > limits.max_line_bytes and not raw.endswith(b"\n"):
+                    raise LoadError(
+                        f"{source}:{number}: longer than the {limits.max_line_bytes}-byte "
+                        "line limit"
+                    )
+                try:
+                    line = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise LoadError(
+                        f"{source}:{number}: not UTF-8 text (byte 0x{raw[exc.start]:02x})"
+                    ) from None
+                if line.strip():
+                    yield number, line
     except OSError as exc:
         raise LoadError(f"{source}: cannot read: {exc.strerror or exc}") from None
 

@@ -17,13 +17,14 @@ reads the files.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from precedent.adapters.bounded import parse_json, read_text
+from precedent.adapters.bounded import iter_lines, parse_json
 from precedent.core.normalize import ProposedAction, normalize_request
 from precedent.core.snapshot import History
 from precedent.errors import InputError, describe_validation
@@ -55,14 +56,12 @@ def text_query(text: str, *, domain: str | None = None) -> ProposedAction:
     return ProposedAction(action="", resource_type="", resource_name="", text=words, domain=domain)
 
 
-def _lines(path: Path) -> list[tuple[int, Any]]:
-    # Bounded: the file's size, each line's length and nesting (precedent.adapters.bounded).
-    raw, source = read_text(path)
-    return [
-        (number, parse_json(line, f"{source}:{number}"))
-        for number, line in enumerate(raw.splitlines(), start=1)
-        if line.strip()
-    ]
+def _lines(path: Path) -> Iterator[tuple[int, Any]]:
+    # Streamed, one line at a time: a history of a million incidents is one line each, with
+    # no limit on the file's size; each line's length and nesting stay bounded
+    # (precedent.adapters.bounded).
+    for number, line in iter_lines(path):
+        yield number, parse_json(line, f"{path}:{number}")
 
 
 def _title_from(description: str) -> str:

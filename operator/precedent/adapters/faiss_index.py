@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
@@ -281,7 +282,7 @@ class FaissIncidentIndex:
 
     def _write(self, path: Path) -> None:
         labels = list(self._id_of)
-        meta = {
+        meta: dict[str, Any] = {
             "format": _FORMAT,
             "dimension": self._dimension,
             "kind": self._kind,
@@ -294,6 +295,9 @@ class FaissIncidentIndex:
         }
         tmp_index, tmp_meta = path / f"{_INDEX_FILE}.tmp", path / f"{_META_FILE}.tmp"
         faiss.write_index(self._index, str(tmp_index))
+        # The vectors' checksum: a file cut short, overwritten or paired with another index's
+        # metadata is refused on load (and rebuilt), never searched.
+        meta["sha256"] = _file_digest(tmp_index)
         tmp_meta.write_text(json.dumps(meta), encoding="utf-8")
         os.replace(tmp_index, path / _INDEX_FILE)
         os.replace(tmp_meta, path / _META_FILE)
@@ -314,11 +318,40 @@ class FaissIncidentIndex:
             raise DependencyError(f"no vector index at {path} (expected {_INDEX_FILE})")
         try:
             meta = json.loads(meta_file.read_text(encoding="utf-8"))
+            if not isinstance(meta, dict):
+                raise ValueError("metadata is not a JSON object")
+            if meta.get("format") != _FORMAT:
+                raise DependencyError(f"{meta_file}: unsupported index format {meta.get('format')}")
+            if meta.get("sha256") != _file_digest(index_file):
+                raise DependencyError(
+                    f"{index_file}: checksum differs from {meta_file} (cut short or replaced)"
+                )
             raw = faiss.read_index(str(index_file))
         except (OSError, ValueError, RuntimeError) as exc:
             raise DependencyError(f"cannot read vector index at {path}: {exc}") from None
-        if meta.get("format") != _FORMAT:
-            raise DependencyError(f"{meta_file}: unsupported index format {meta.get('format')}")
+        try:
+            return cls._restore(
+                meta,
+                raw,
+                path,
+                approximate_threshold=approximate_threshold,
+                domain_overfetch=domain_overfetch,
+                search_threads=search_threads,
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise DependencyError(f"{meta_file}: malformed metadata ({exc!r})") from None
+
+    @classmethod
+    def _restore(
+        cls,
+        meta: dict[str, Any],
+        raw: Any,
+        path: Path,
+        *,
+        approximate_threshold: int,
+        domain_overfetch: int,
+        search_threads: int,
+    ) -> FaissIncidentIndex:
         self = cls(
             int(meta["dimension"]),
             approximate_threshold=approximate_threshold,
@@ -343,3 +376,11 @@ class FaissIncidentIndex:
             self._domain_of[label] = domain
             self._fingerprint_of[label] = fp
         return self
+
+
+def _file_digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -20,11 +20,14 @@ those inputs, and forgotten whenever ``sync`` changes the history.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
+import os
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -54,6 +57,16 @@ logger = logging.getLogger(__name__)
 # v3: its noun concepts), so that a saved index is re-embedded instead of mixing two
 # versions' vectors.
 _TEXT_VERSION = "3"
+_COUNTS_FILE = "counts.npz"
+_COUNTS_META = "counts.json"
+
+
+def _digest(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 Answer = tuple[tuple[str, float], ...]
@@ -102,11 +115,20 @@ class VectorNeighbours:
         self.index_dir = index_dir
         self.batch_size = batch_size
         self.title_weight = title_weight
+        self.loaded = 0
         if index is None and index_dir is not None and (index_dir / "index.faiss").exists():
-            index = FaissIncidentIndex.load(index_dir, approximate_threshold=approximate_threshold)
-            if index.dimension != embedder.dimension:
+            index = self._load(index_dir, approximate_threshold)
+            if index is not None and index.dimension != embedder.dimension:
                 # Built by another embedder: start again rather than mix vector spaces.
+                logger.warning(
+                    "vector index at %s has dimension %d, not %s's %d: rebuilding it",
+                    index_dir,
+                    index.dimension,
+                    embedder.name,
+                    embedder.dimension,
+                )
                 index = None
+            self.loaded = len(index) if index is not None else 0
         self.index = index or FaissIncidentIndex(
             embedder.dimension, approximate_threshold=approximate_threshold
         )
@@ -121,11 +143,30 @@ class VectorNeighbours:
         self.frequencies: DocumentFrequencies | None = (
             DocumentFrequencies() if isinstance(embedder, LexicalEmbedder) else None
         )
+        # Counts the directory lacks or that could not be used: written again on the next sync.
+        self._counts_unsaved = False
+        if self.loaded and index_dir is not None:
+            self._restore_counts(index_dir)
+
+    @staticmethod
+    def _load(index_dir: Path, approximate_threshold: int) -> FaissIncidentIndex | None:
+        """The saved index, or None when it cannot be trusted (unreadable, cut short, its
+        checksum or metadata wrong): it is then rebuilt from the history and saved again."""
+        try:
+            return FaissIncidentIndex.load(index_dir, approximate_threshold=approximate_threshold)
+        except DependencyError as exc:
+            logger.warning("%s: rebuilding the vector index", exc)
+            return None
 
     @property
     def name(self) -> str:
         """The embedder's name."""
         return self.embedder.name
+
+    @property
+    def synced(self) -> str | None:
+        """The fingerprint of the history the index was last brought in line with."""
+        return self._synced
 
     def _fingerprint(self, incident: Incident) -> str:
         digest = hashlib.sha256(
@@ -154,10 +195,20 @@ class VectorNeighbours:
             for incident in history.incidents
             if self.index.fingerprint(incident.id) != self._fingerprint(incident)
         ]
-        self._count(history, todo, recount=removed > 0 or any(i.id in self.index for i in todo))
+        counting = self._count(
+            history, todo, recount=removed > 0 or any(i.id in self.index for i in todo)
+        )
+        embedder = self.embedder
         for start in range(0, len(todo), self.batch_size):
             batch = todo[start : start + self.batch_size]
-            vectors = embed_incidents(self.embedder, batch, self.title_weight)
+            if counting and isinstance(embedder, LexicalEmbedder):
+                # The batch's texts are read once for their vectors and their counts.
+                with embedder.remembering():
+                    vectors = embed_incidents(embedder, batch, self.title_weight)
+                    for incident in batch:
+                        self._add_count(incident)
+            else:
+                vectors = embed_incidents(embedder, batch, self.title_weight)
             self.index.add(
                 [i.id for i in batch],
                 vectors,
@@ -168,15 +219,101 @@ class VectorNeighbours:
                 progress(len(batch))
         self._sync_bm25(history)
         self._synced = history.fingerprint
-        if (todo or removed) and self.index_dir is not None:
+        if (todo or removed or self._counts_unsaved) and self.index_dir is not None:
             try:
                 self.index.save(self.index_dir)
+                self._save_counts(self.index_dir)
+                self._counts_unsaved = False
             except DependencyError as exc:
                 # The saved index is a cache: scoring goes on from memory; say so once.
                 if not self._save_failed:
                     logger.warning("%s; the index stays in memory only", exc)
                 self._save_failed = True
         return SyncReport(embedded=len(todo), removed=removed, kept=len(wanted) - len(todo))
+
+    # -- the counts saved beside the index ---------------------------------------------------
+    # The document frequencies and BM25's terms cover the same incidents as the vectors; with
+    # them saved, a restart reads no incident's text again. They are used only when their
+    # checksum holds and they cover exactly the loaded index's incidents (ids and
+    # fingerprints); otherwise they are counted again from the history.
+
+    def _covers(self) -> str:
+        index = self.index
+        digest = hashlib.sha256()
+        for incident_id in sorted(index.ids()):
+            digest.update(f"{incident_id}\0{index.fingerprint(incident_id)}\n".encode())
+        return digest.hexdigest()
+
+    def _save_counts(self, directory: Path) -> None:
+        arrays: dict[str, npt.NDArray[Any]] = {}
+        frequencies = self.frequencies
+        if frequencies is not None and frequencies.documents == len(self.index):
+            arrays["df"] = frequencies.counts
+        if self.fusion_weight > 0 and len(self.bm25) == len(self.index):
+            state = self.bm25.export()
+            arrays.update(
+                {
+                    f"bm25_{key}": np.array(value) if isinstance(value, list) else value
+                    for key, value in state.items()
+                }
+            )
+        data, meta = directory / _COUNTS_FILE, directory / _COUNTS_META
+        try:
+            with (directory / f"{_COUNTS_FILE}.tmp").open("wb") as handle:
+                np.savez(handle, **arrays)  # type: ignore[arg-type]
+            summary = {
+                "format": 1,
+                "embedder": self.embedder.name,
+                "text": _TEXT_VERSION,
+                "covers": self._covers(),
+                "documents": (
+                    frequencies.documents if frequencies is not None and "df" in arrays else None
+                ),
+                "sha256": _digest(directory / f"{_COUNTS_FILE}.tmp"),
+            }
+            (directory / f"{_COUNTS_META}.tmp").write_text(json.dumps(summary), encoding="utf-8")
+            os.replace(directory / f"{_COUNTS_FILE}.tmp", data)
+            os.replace(directory / f"{_COUNTS_META}.tmp", meta)
+        except OSError as exc:
+            raise DependencyError(
+                f"index directory {directory}: cannot write: {exc.strerror}"
+            ) from None
+
+    def _restore_counts(self, directory: Path) -> None:
+        data, meta = directory / _COUNTS_FILE, directory / _COUNTS_META
+        try:
+            summary = json.loads(meta.read_text(encoding="utf-8"))
+            if not isinstance(summary, dict) or summary.get("format") != 1:
+                raise ValueError("unknown format")
+            if (summary.get("embedder"), summary.get("text")) != (
+                self.embedder.name,
+                _TEXT_VERSION,
+            ):
+                raise ValueError(f"written for {summary.get('embedder')}")
+            if summary.get("sha256") != _digest(data):
+                raise ValueError(f"{data.name}: checksum differs")
+            if summary.get("covers") != self._covers():
+                raise ValueError("written for other incidents than the index holds")
+            with np.load(data, allow_pickle=False) as arrays:
+                found = {key: arrays[key] for key in arrays.files}
+            frequencies = self.frequencies
+            if frequencies is not None and "df" in found:
+                counts = found["df"]
+                if counts.shape != frequencies.counts.shape or counts.dtype != np.int32:
+                    raise ValueError("document frequencies of another size")
+                frequencies.counts[:] = counts
+                frequencies.documents = int(summary["documents"])
+            if self.fusion_weight > 0 and "bm25_ids" in found:
+                self.bm25.restore(
+                    {key.removeprefix("bm25_"): v for key, v in found.items() if key != "df"}
+                )
+        except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
+            # Counted again from the history on the first sync: slower, never wrong.
+            if self.frequencies is not None:
+                self.frequencies.clear()
+            self.bm25 = Bm25Match()
+            self._counts_unsaved = True
+            logger.warning("counts beside the vector index not used (%s): recounting them", exc)
 
     def _sync_bm25(self, history: History) -> None:
         if self.fusion_weight <= 0:
@@ -190,15 +327,24 @@ class VectorNeighbours:
             if self.bm25.fingerprint(incident.id) != fingerprint:
                 self.bm25.add(incident.id, incident_text(incident), fingerprint)
 
-    def _count(self, history: History, todo: list[Incident], *, recount: bool) -> None:
+    def _count(self, history: History, todo: list[Incident], *, recount: bool) -> bool:
+        """Count every incident not in ``todo`` that is not counted yet; True when the
+        caller is to count ``todo``'s (as it embeds them, :meth:`_add_count`)."""
         frequencies, embedder = self.frequencies, self.embedder
         if frequencies is None or not isinstance(embedder, LexicalEmbedder):
-            return
+            return False
         # Everything not in ``todo`` must already be counted, else the table is rebuilt.
         if recount or frequencies.documents != len(history) - len(todo):
             frequencies.clear()
-            todo = list(history.incidents)
-        for incident in todo:
+            pending = {i.id for i in todo}
+            for incident in history.incidents:
+                if incident.id not in pending:
+                    self._add_count(incident)
+        return True
+
+    def _add_count(self, incident: Incident) -> None:
+        frequencies, embedder = self.frequencies, self.embedder
+        if frequencies is not None and isinstance(embedder, LexicalEmbedder):
             frequencies.add(embedder.feature_keys(incident_text(incident), frequencies))
 
     def cosines(self, text: str, k: int, *, domain: str | None = None) -> list[tuple[str, float]]:

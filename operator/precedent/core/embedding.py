@@ -12,12 +12,15 @@ it is fitted on a corpus and is not meant for the operator.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import re
+import sys
 import zlib
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -144,6 +147,10 @@ class LexicalEmbedder:
         self._vocabulary = vocabulary
         # Token → crc32; the history's vocabulary is small, so this cache stays small.
         self._hashes: dict[str, int] = {}
+        # Word → its character n-grams in order (a tenth of the bound): words repeat.
+        self._grams: dict[str, tuple[str, ...]] = {}
+        # Texts' features kept while ``remembering`` (one batch of incidents).
+        self._memo: dict[tuple[str, bool], tuple[Counter[str], Counter[str]]] | None = None
 
     @property
     def name(self) -> str:
@@ -164,60 +171,94 @@ class LexicalEmbedder:
                 self._hashes[token] = found
         return found
 
+    def _hash_all(self, tokens: Sequence[str]) -> npt.NDArray[np.int64]:
+        found = list(map(self._hashes.get, tokens))
+        if None in found:  # crc32 is never None: these tokens are not cached yet
+            found = [self._hash(t) if h is None else h for t, h in zip(tokens, found, strict=True)]
+        return np.array(found, dtype=np.int64)
+
     def _block(
         self,
         counts: Counter[str],
-        out: npt.NDArray[np.float64],
         frequencies: DocumentFrequencies | None,
-    ) -> None:
+    ) -> npt.NDArray[np.float64] | None:
         if not counts:
-            return
-        hashes = np.fromiter((self._hash(t) for t in counts), dtype=np.int64, count=len(counts))
+            return None
+        hashes = self._hash_all(list(counts))
         weights = 1.0 + np.log(np.fromiter(counts.values(), dtype=np.float64, count=len(counts)))
         if frequencies is not None:
             weights *= frequencies.idf(hashes & frequencies.mask)
         # The top bit of the hash gives the sign, so colliding features tend to cancel.
         signs = np.where(hashes & 0x80000000, -1.0, 1.0)
-        np.add.at(out, hashes % self._dimension, signs * weights)
+        # bincount adds in input order into zeros, as np.add.at did: the same sums, faster.
+        out: npt.NDArray[np.float64] = np.bincount(
+            hashes % self._dimension, weights=signs * weights, minlength=self._dimension
+        ).astype(np.float64, copy=False)
+        return out
+
+    def _char_grams(self, word: str) -> tuple[str, ...]:
+        found = self._grams.get(word)
+        if found is None:
+            lo, hi = self._ngrams
+            padded = f"<{word}>"
+            size = len(padded)
+            found = tuple(
+                padded[i : i + n] for n in range(lo, min(hi, size) + 1) for i in range(size - n + 1)
+            )
+            if len(self._grams) < 100_000:
+                self._grams[word] = found
+        return found
+
+    @contextlib.contextmanager
+    def remembering(self) -> Iterator[None]:
+        """Within the block, a text's features are computed once (an incident's vector and its
+        document-frequency keys read the same text); forgotten when the block ends."""
+        self._memo = {}
+        try:
+            yield
+        finally:
+            self._memo = None
 
     def _features(self, text: str, vocabulary: bool = True) -> tuple[Counter[str], Counter[str]]:
+        memo = self._memo
+        if memo is None:
+            return self._compute_features(text, vocabulary)
+        found = memo.get((text, vocabulary))
+        if found is None:
+            found = memo[(text, vocabulary)] = self._compute_features(text, vocabulary)
+        return found
+
+    def _compute_features(
+        self, text: str, vocabulary: bool = True
+    ) -> tuple[Counter[str], Counter[str]]:
         words = tokenize(text)
         word_feats: Counter[str] = Counter(words)
         if self._bigram_weight > 0:
-            for a, b in itertools.pairwise(words):
-                word_feats[f"{a} {b}"] += 1
+            word_feats.update(map(" ".join, itertools.pairwise(words)))
         if vocabulary and self._vocabulary:
             word_feats.update(concepts(text))
-        lo, hi = self._ngrams
-        chars: Counter[str] = Counter()
-        for word in words:
-            padded = f"<{word}>"
-            size = len(padded)
-            for n in range(lo, min(hi, size) + 1):
-                for i in range(size - n + 1):
-                    chars[padded[i : i + n]] += 1
+        # Counted in the order the n-grams occur, word by word, as the vectors were defined.
+        chars: Counter[str] = Counter(itertools.chain.from_iterable(map(self._char_grams, words)))
         return word_feats, chars
 
     def feature_keys(self, text: str, frequencies: DocumentFrequencies) -> npt.NDArray[np.int64]:
         """The distinct counter indices of ``text``'s features, for ``DocumentFrequencies``."""
         word_feats, chars = self._features(text)
-        tokens = [*word_feats, *chars]
-        hashes = np.fromiter((self._hash(t) for t in tokens), dtype=np.int64, count=len(tokens))
+        hashes = self._hash_all([*word_feats, *chars])
         return np.unique(hashes & frequencies.mask)
 
     def _embed_one(
         self, text: str, frequencies: DocumentFrequencies | None, vocabulary: bool = True
     ) -> npt.NDArray[np.float32]:
         word_feats, chars = self._features(text, vocabulary)
-        words = np.zeros(self._dimension, dtype=np.float64)
-        grams = np.zeros(self._dimension, dtype=np.float64)
-        self._block(word_feats, words, frequencies)
-        self._block(chars, grams, frequencies)
-        wn, gn = np.linalg.norm(words), np.linalg.norm(grams)
+        words = self._block(word_feats, frequencies)
+        grams = self._block(chars, frequencies)
+        wn = np.linalg.norm(words) if words is not None else 0.0
+        gn = np.linalg.norm(grams) if grams is not None else 0.0
         vec = np.zeros(self._dimension, dtype=np.float64)
-        if wn > 0:
+        if words is not None and wn > 0:
             vec += self._word_weight * words / wn
-        if gn > 0:
+        if grams is not None and gn > 0:
             vec += (1.0 - self._word_weight) * grams / gn
         norm = np.linalg.norm(vec)
         if norm > 0:
@@ -376,6 +417,48 @@ class Bm25Match:
         """The documents' ids."""
         return list(self._docs)
 
+    def export(self) -> dict[str, Any]:
+        """Every document's terms as flat arrays (with ``restore``: the saved index's
+        companion, so a restart need not read every incident's text again)."""
+        vocabulary: dict[str, int] = {}
+        ids, fingerprints, lengths, offsets, terms, counts = [], [], [], [0], [], []
+        for doc_id, (found, length, fingerprint) in self._docs.items():
+            ids.append(doc_id)
+            fingerprints.append(fingerprint)
+            lengths.append(length)
+            for term, count in found.items():
+                terms.append(vocabulary.setdefault(term, len(vocabulary)))
+                counts.append(count)
+            offsets.append(len(terms))
+        return {
+            "ids": ids,
+            "fingerprints": fingerprints,
+            "vocabulary": list(vocabulary),
+            "lengths": np.array(lengths, dtype=np.int64),
+            "offsets": np.array(offsets, dtype=np.int64),
+            "terms": np.array(terms, dtype=np.int32),
+            "counts": np.array(counts, dtype=np.int32),
+        }
+
+    def restore(self, state: Mapping[str, Any]) -> None:
+        """Replace every document with those of an ``export`` (the caller checked it)."""
+        vocabulary = list(state["vocabulary"])
+        offsets = state["offsets"].tolist()
+        terms, counts = state["terms"].tolist(), state["counts"].tolist()
+        self._docs.clear()
+        self._df.clear()
+        self._total = 0
+        for row, (doc_id, fingerprint, length) in enumerate(
+            zip(state["ids"], state["fingerprints"], state["lengths"].tolist(), strict=True)
+        ):
+            start, end = offsets[row], offsets[row + 1]
+            found = Counter(
+                dict(zip([vocabulary[t] for t in terms[start:end]], counts[start:end], strict=True))
+            )  # the vocabulary's strings: shared by every document, as ``add`` interns them
+            self._docs[str(doc_id)] = (found, int(length), str(fingerprint))
+            self._df.update(found.keys())
+            self._total += int(length)
+
     def _terms(self, text: str) -> Counter[str]:
         counts = Counter(tokenize(text))
         if self._vocabulary:
@@ -385,7 +468,9 @@ class Bm25Match:
     def add(self, doc_id: str, text: str, fingerprint: str = "") -> None:
         """Add (or replace) one document."""
         self.remove(doc_id)
-        counts = self._terms(text)
+        # Terms interned: one string per distinct word for the whole history, not one per
+        # document (a third of the index's memory at 10k incidents).
+        counts = Counter({sys.intern(term): n for term, n in self._terms(text).items()})
         length = sum(counts.values())
         self._docs[doc_id] = (counts, length, fingerprint)
         self._df.update(counts.keys())

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-__all__ = ["ACTION_CONCEPTS", "CONCEPTS", "concepts"]
+__all__ = ["ACTION_CONCEPTS", "CONCEPTS", "TRIGGERS", "concepts"]
 
 _GAP = r"(?:\s+\w+){0,3}?\s+"  # up to three words between a verb and its object
 
@@ -171,6 +171,79 @@ CONCEPTS: Mapping[str, re.Pattern[str]] = {
 }
 """Concept name → one compiled pattern over lower-case text."""
 
+# Literal words-parts that every match of a concept contains (one of them at least): a text
+# that has none cannot match, so its pattern is not run. A text names a handful of concepts,
+# and a substring test is far cheaper than a regular-expression scan, so this leaves about one
+# scan in five. tests/core/test_embedder_pinned.py derives each phrase's required literals
+# from its pattern and checks that these cover them.
+TRIGGERS: Mapping[str, tuple[str, ...]] = {
+    "scale-down": (
+        "scal",
+        "reduc",
+        "lower",
+        "cut",
+        "shrink",
+        "shrank",
+        "shrunk",
+        "trim",
+        "decreas",
+        "remov",
+        "fewer",
+    ),
+    "scale-up": ("scal", "upsiz", "increas", "rais", "add", "grow", "more", "resiz"),
+    "restart": ("restart", "reboot", "bounc", "cycl", "roll", "kill"),
+    "rollback": ("roll", "revert", "und", "previous"),
+    "rollout": ("roll", "deploy", "releas", "canary", "ship"),
+    "delete": ("delet", "remov", "clean", "uninstall", "prun", "destroy"),
+    "drain": ("drain", "cordon", "evacuat", "evict", "maintenance"),
+    "certificate": ("cert", "tls", "ssl", "x509", "bundle", "truststore"),
+    "credential-rotation": ("rotat", "password", "credential", "key"),
+    "config-change": ("config", "setting", "flag", "env", "annotation"),
+    "failover": ("fail", "switchover", "promot", "primary", "lag"),
+    "dns": ("dns", "resolv", "nxdomain", "servfail"),
+    "firewall": (
+        "firewall",
+        "nsg",
+        "secur",
+        "polic",
+        "netpol",
+        "deny",
+        "block",
+        "egress",
+        "ingress",
+    ),
+    "resource-limits": ("limit", "request", "throttl", "oom", "memory"),
+    "upgrade": ("upgrad", "image", "surge"),
+    "autoscaler": ("autoscal", "hpa", "keda", "scaledobject"),
+    "node-pool": ("pool", "group", "machine", "vmss", "scale"),
+    "flapping": ("flap", "oscillat", "thrash", "down", "yo"),
+    "crash-loop": ("crash", "restart"),
+    "disk-full": ("disk", "space", "fill", "volume"),
+    "single-replica": ("replica", "pod", "instance"),
+}
+"""Concept name → literals one of which every match of its pattern contains."""
+
+
+def _trigger_bits(triggers: Mapping[str, tuple[str, ...]]) -> tuple[tuple[str, int], ...]:
+    """Each distinct trigger with the bits of the concepts it may start (concept order).
+
+    A trigger that contains another one is folded into it (a text holding ``scale`` holds
+    ``scal``): a weaker test, never a missed match, and fewer substring tests per text.
+    """
+    every = sorted({t for found in triggers.values() for t in found})
+    inner = {t: min((p for p in every if p in t), key=len) for t in every}
+    bits: dict[str, int] = {}
+    for position, found in enumerate(triggers.values()):
+        for trigger in found:
+            bits[inner[trigger]] = bits.get(inner[trigger], 0) | (1 << position)
+    return tuple(bits.items())
+
+
+_TRIGGER_BITS = _trigger_bits(TRIGGERS)
+_MATCHERS: tuple[tuple[str, str, re.Pattern[str], int], ...] = tuple(
+    (name, f"~{name}", CONCEPTS[name], 1 << position) for position, name in enumerate(_PHRASES)
+)
+
 _SEPARATORS = re.compile(r"[^a-z0-9]+")
 
 
@@ -195,10 +268,16 @@ def concepts(text: str, *, only: frozenset[str] | None = None) -> list[str]:
     """Concept features of ``text``: ``~name`` once per phrase occurrence, in concept order
     (``only``: just these concepts)."""
     flat = _SEPARATORS.sub(" ", text.lower())
+    # Which concepts can match at all: one scan for the triggers, then their concepts' bits.
+    candidates = 0
+    for trigger, bits in _TRIGGER_BITS:
+        if trigger in flat:
+            candidates |= bits
     found: list[str] = []
-    for name, pattern in CONCEPTS.items():
-        if only is not None and name not in only:
+    for name, feature, pattern, bit in _MATCHERS:
+        if not candidates & bit or (only is not None and name not in only):
             continue
         hits = len(pattern.findall(flat))
-        found.extend([f"~{name}"] * hits)
+        if hits:
+            found.extend([feature] * hits)
     return found

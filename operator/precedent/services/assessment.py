@@ -267,6 +267,23 @@ class AssessmentService:
         """Incidents in the current snapshot (rebuilt first if objects changed)."""
         return len(self.history)
 
+    def prepare_index(self) -> str:
+        """Build or load the vector index for the current history, before any request: the
+        operator calls this at start-up and reports ready only after it. Returns what it did,
+        for the log (a line naming the incidents embedded and those a saved index held)."""
+        neighbours = self.neighbours
+        sync = getattr(neighbours, "sync", None)
+        if self.config.mode == "rules" or neighbours is None or sync is None:
+            return "no vector index (rules mode)"
+        with self.history.lock:
+            snapshot = self.history.snapshot
+            report = sync(snapshot)
+        loaded = int(getattr(neighbours, "loaded", 0))
+        return (
+            f"vector index ready: {len(snapshot)} incidents, {report.embedded} embedded, "
+            f"{report.kept} kept, {report.removed} removed ({loaded} read from the saved index)"
+        )
+
     # -- one request ---------------------------------------------------------------------------
 
     def normalise(

@@ -1,0 +1,210 @@
+"""Start-up: seconds until the operator is ready, and until a request created right then is
+answered, at 10k and 100k incidents; RSS; and (PRECEDENT_BENCH_1M=1) the index build at 1M.
+
+The real operator (``kopf run -m precedent.handlers``) and the sandbox run as processes, as in
+bench_operator. The history is one JSON Lines file (read line by line: a 100k history is about
+180 MB, over the 64 MiB limit of one YAML file). Each size is started twice per round: *cold*
+(no saved index: every incident embedded at start-up) and *warm* (PRECEDENT_INDEX_DIR holds the
+index the cold start saved). "Ready" is the first 200 from /healthz; "first answer" is from
+then until the request created at that moment is Ready.
+
+Environment: BENCH_STARTUP_SIZES (default ``10000,100000``), BENCH_STARTUP_ROUNDS (default 3;
+the 100k cold start runs once), PRECEDENT_BENCH_1M=1 (adds the 1M index build, in a child
+process: seconds and peak RSS).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from precedent.adapters.loader import load_incidents
+from tests.bench.bench_operator import (
+    GROUP_PATH,
+    REPO,
+    _wait_http,
+    free_port,
+    request_body,
+    rss_mib,
+    wait_ready,
+)
+
+
+def jsonl_history(size: int, path: Path) -> None:
+    """``size`` incidents as JSON Lines: the bundled ones, then variants (bench_operator's)."""
+    base = load_incidents([REPO / "data" / "incidents"])
+    with path.open("w", encoding="utf-8") as out:
+        for i in range(size):
+            src = base[i % len(base)]
+            spec = src.model_dump(mode="json", by_alias=True, exclude_none=True)
+            if i >= len(base):
+                spec["id"] = f"{src.id}-v{i}"
+                if "resource" in spec:
+                    spec["resource"]["name"] = f"{spec['resource']['name']}-{i % 97}"
+            out.write(json.dumps(spec) + "\n")
+
+
+def _ready_at(url: str, process: subprocess.Popen[bytes], timeout: float) -> float:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the operator exited with {process.returncode}")
+        try:
+            if httpx.get(url, timeout=5).status_code == 200:
+                return time.perf_counter()
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.05)
+    raise RuntimeError(f"not ready after {timeout:.0f} s")
+
+
+async def _first_answer(url: str, name: str) -> float:
+    async with httpx.AsyncClient(base_url=url, timeout=60) as client:
+        body = request_body(1)
+        body["metadata"]["name"] = name
+        started = time.perf_counter()
+        (
+            await client.post(f"{GROUP_PATH}/namespaces/default/remediationrequests", json=body)
+        ).raise_for_status()
+        await wait_ready(client, {name}, timeout=600)
+        return time.perf_counter() - started
+
+
+def start_once(
+    history: Path, index_dir: Path, workdir: Path, name: str
+) -> tuple[float, float, float]:
+    """(start → ready s, ready → first answer s, RSS MiB after the answer)."""
+    port, health = free_port(), free_port()
+    kubeconfig = workdir / "kubeconfig"
+    sandbox = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "precedent.cli",
+            "sandbox",
+            "--port",
+            str(port),
+            "--kubeconfig",
+            str(kubeconfig),
+        ],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    operator = None
+    try:
+        url = f"http://127.0.0.1:{port}"
+        _wait_http(url + "/version")
+        env = {
+            **os.environ,
+            "KUBECONFIG": str(kubeconfig),
+            "PRECEDENT_HISTORY_PATH": str(history),
+            "PRECEDENT_INDEX_DIR": str(index_dir),
+            "PRECEDENT_METRICS_PORT": "0",
+        }
+        started = time.perf_counter()
+        operator = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "kopf",
+                "run",
+                "-m",
+                "precedent.handlers",
+                "--all-namespaces",
+                "--standalone",
+                "--quiet",
+                f"--liveness=http://127.0.0.1:{health}/healthz",
+            ],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        ready = _ready_at(f"http://127.0.0.1:{health}/healthz", operator, timeout=1800)
+        answer = asyncio.run(_first_answer(url, name))
+        return ready - started, answer, rss_mib(operator.pid)
+    finally:
+        for proc in (operator, sandbox):
+            if proc is not None:
+                proc.send_signal(signal.SIGINT)
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+
+
+def build_index(size: int) -> None:
+    """In this (child) process: sync an index over ``size`` synthetic incidents; print JSON."""
+    import resource
+
+    from precedent.adapters.vector_neighbours import VectorNeighbours
+    from precedent.core.embedding import LexicalEmbedder
+    from precedent.core.snapshot import History
+    from tests.bench.synthetic import incidents
+
+    history = History(incidents(size, seed=11))
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    started = time.perf_counter()
+    VectorNeighbours(LexicalEmbedder()).sync(history)
+    seconds = time.perf_counter() - started
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps({"seconds": seconds, "peak_mib": peak, "history_mib": before}))
+
+
+def _row(label: str, values: list[tuple[float, float, float]]) -> str:
+    ready = statistics.median(v[0] for v in values)
+    answer = statistics.median(v[1] for v in values)
+    rss = statistics.median(v[2] for v in values)
+    return f"{label:<22}{ready:>12.1f}{answer:>16.2f}{rss:>10.0f}   (n={len(values)})"
+
+
+def main() -> None:
+    sizes = [int(s) for s in os.environ.get("BENCH_STARTUP_SIZES", "10000,100000").split(",")]
+    rounds = int(os.environ.get("BENCH_STARTUP_ROUNDS", "3"))
+    print(f"{'history, start':<22}{'→ ready s':>12}{'→ answer s':>16}{'RSS MiB':>10}")
+    for size in sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            workdir = Path(tmp)
+            history = workdir / "history.jsonl"
+            jsonl_history(size, history)
+            cold: list[tuple[float, float, float]] = []
+            warm: list[tuple[float, float, float]] = []
+            for i in range(rounds if size <= 10_000 else 1):
+                index_dir = workdir / f"index-{i}"
+                cold.append(start_once(history, index_dir, workdir, f"cold-{i}"))
+            for i in range(rounds):
+                warm.append(start_once(history, workdir / "index-0", workdir, f"warm-{i}"))
+            print(_row(f"{size:,} cold", cold), flush=True)
+            print(_row(f"{size:,} warm", warm), flush=True)
+    if os.environ.get("PRECEDENT_BENCH_1M") == "1":
+        size = 1_000_000
+        done = subprocess.run(
+            [sys.executable, "-m", "tests.bench.bench_startup", "--build", str(size)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        found = json.loads(done.stdout.strip().splitlines()[-1])
+        print(
+            f"index build at {size:,} synthetic incidents: {found['seconds']:.0f} s, peak RSS "
+            f"{found['peak_mib']:.0f} MiB ({found['history_mib']:.0f} MiB with the history alone)"
+        )
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--build":
+        build_index(int(sys.argv[2]))
+    else:
+        main()
