@@ -123,6 +123,11 @@ def parse_rules(document: Any, where: str) -> list[EnvironmentRule]:
     return rules
 
 
+def _environment(labels: Mapping[str, Any] | None) -> str | None:
+    value = (labels or {}).get(ENVIRONMENT_LABEL)
+    return str(value).strip().lower() or None if value else None
+
+
 @dataclass(frozen=True, slots=True)
 class VerifiedContext:
     """The context a request is answered in, and where each part came from."""
@@ -133,6 +138,12 @@ class VerifiedContext:
     """Where it came from: ``namespace label on shop``, a mapping rule, or ``default``."""
     cluster: str | None
     """The verified cluster, or None when the operator does not know its name."""
+
+    def describe(self) -> str:
+        """``production from namespace label on payments`` (``, cluster NAME`` when known):
+        what the facts said, stored with the answer so that a change in them is seen."""
+        text = f"{self.environment} from {self.source}"
+        return f"{text}, cluster {self.cluster}" if self.cluster else text
 
 
 @dataclass(slots=True)
@@ -153,22 +164,30 @@ class ContextFacts:
     cluster: str | None = None
     known: bool = True
 
-    def observe_namespace(self, name: str, labels: Mapping[str, Any] | None) -> None:
-        """A Namespace was listed, added or changed (its labels)."""
-        value = (labels or {}).get(ENVIRONMENT_LABEL)
-        self.namespaces[name] = str(value).strip().lower() if value else None
+    def observe_namespace(self, name: str, labels: Mapping[str, Any] | None) -> bool:
+        """A Namespace was listed, added or changed (its labels); whether what it says about
+        the environment changed (a new namespace with a label counts)."""
+        before = self.namespaces.get(name)
+        self.namespaces[name] = _environment(labels)
+        return self.namespaces[name] != before
 
-    def forget_namespace(self, name: str) -> None:
-        """A Namespace was deleted."""
-        self.namespaces.pop(name, None)
+    def forget_namespace(self, name: str) -> bool:
+        """A Namespace was deleted; whether it had said something about the environment."""
+        return self.namespaces.pop(name, None) is not None
 
-    def replace_namespaces(self, listed: Iterable[tuple[str, Mapping[str, Any] | None]]) -> None:
-        """Make the namespaces equal a full list (the periodic resync)."""
-        fresh: dict[str, str | None] = {}
-        for name, labels in listed:
-            value = (labels or {}).get(ENVIRONMENT_LABEL)
-            fresh[name] = str(value).strip().lower() if value else None
+    def replace_namespaces(
+        self, listed: Iterable[tuple[str, Mapping[str, Any] | None]]
+    ) -> list[str]:
+        """Make the namespaces equal a full list (the periodic resync); the names whose
+        environment changed (relabelled, or labelled and gone) since the last look."""
+        fresh = {name: _environment(labels) for name, labels in listed}
+        changed = [
+            name
+            for name in sorted(set(fresh) | set(self.namespaces))
+            if fresh.get(name) != self.namespaces.get(name)
+        ]
         self.namespaces = fresh
+        return changed
 
     def verify(
         self,

@@ -43,7 +43,7 @@ from precedent.core.playbooks.labels import normalize_label_key, normalize_label
 from precedent.core.policy import PolicyEngine
 from precedent.core.ports import PlaybookDecision, SemanticNeighbours
 from precedent.core.ranking import RankingWeights, boost_parts
-from precedent.core.risk_model import OutcomeEvidence
+from precedent.core.risk_model import OutcomeEvidence, environment_tier
 from precedent.core.similarity import SIMILARITY_THRESHOLD
 from precedent.core.snapshot import History
 from precedent.errors import DependencyError, InputError, describe_validation
@@ -147,6 +147,10 @@ class NormalizedRequest:
     """The same action in the verified context (None: no facts, the claims are unverified)."""
     context: VerifiedContext | None = None
     """The verified context and its source."""
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def _claims_note(claimed: ProposedAction, verified: ProposedAction, source: str) -> str | None:
@@ -273,15 +277,7 @@ class AssessmentService:
         is the request's own (where the environment is looked up when the target names none).
         """
         parsed = spec if isinstance(spec, RemediationRequestSpec) else parse_request_spec(spec)
-        selector = self.selector
-        try:
-            query = PlaybookQuery.from_spec(
-                parsed,
-                min_confidence=selector.min_confidence if selector else 0.0,
-                max_results=selector.max_results if selector else 10,
-            )
-        except ValueError as exc:  # e.g. a label given twice after normalisation
-            raise InputError(f"spec.labels: {exc}") from None
+        query = self._query(parsed)
         for key, value in parsed.labels.items():
             # One action: a label naming another action than spec.action would have the
             # selection judge one action while the policy judges another.
@@ -311,7 +307,52 @@ class AssessmentService:
             environment=action.environment or context.environment,
             cluster=action.cluster or context.cluster,
         )
+        # The catalog is asked about the riskier of the claimed and the verified environment
+        # (the verified one on a tie): a claim cannot fetch a playbook written for dev only
+        # for a production namespace, whatever key spells it (Environment, precedent.dev/…).
+        environment = context.environment
+        if environment_tier(claimed.environment) < environment_tier(environment):
+            environment = claimed.environment or environment
+        query = self._query(parsed, environment)
         return NormalizedRequest(parsed, claimed, query, verified, context)
+
+    def _query(self, spec: RemediationRequestSpec, environment: str | None = None) -> PlaybookQuery:
+        """What the catalog is asked; ``environment`` (from the facts) replaces every label
+        naming the environment."""
+        selector = self.selector
+        if environment is not None:
+            labels = {
+                k: v for k, v in spec.labels.items() if normalize_label_key(k) != "environment"
+            }
+            spec = spec.model_copy(update={"labels": {**labels, "environment": environment}})
+        try:
+            return PlaybookQuery.from_spec(
+                spec,
+                min_confidence=selector.min_confidence if selector else 0.0,
+                max_results=selector.max_results if selector else 10,
+            )
+        except ValueError as exc:  # e.g. a label given twice after normalisation
+            raise InputError(f"spec.labels: {exc}") from None
+
+    def facts_changed(
+        self, spec: Mapping[str, Any], namespace: str | None, status: Mapping[str, Any]
+    ) -> bool:
+        """Whether the facts now say something else about the request's target than when its
+        answer was given (``status.context.facts``): e.g. its namespace was relabelled."""
+        if self.facts is None:
+            return False
+        target = spec.get("target") if isinstance(spec, Mapping) else None
+        if not isinstance(target, Mapping):
+            return False  # not a valid request: its status says so, nothing to re-answer
+        context = status.get("context") if isinstance(status, Mapping) else None
+        written = context.get("facts") if isinstance(context, Mapping) else None
+        now = self.facts.verify(
+            resource_id=_text(target.get("resourceId")),
+            name=str(target.get("name") or ""),
+            target_namespace=_text(target.get("namespace")),
+            request_namespace=namespace,
+        )
+        return written != now.describe()
 
     def score(
         self,
@@ -542,7 +583,7 @@ class AssessmentService:
             topology_hints=recall.topology if recall is not None else None,
             blast_radius=blast,
             context=context,
-            input_hash=self._input_hash(request.spec, history),
+            input_hash=self._input_hash(request.spec, history, context.facts),
         )
 
     def _for_this_action(
@@ -590,6 +631,7 @@ class AssessmentService:
             source=facts.source if same or not claimed else "claimed in spec.labels.environment",
             verified=same or not claimed,
             cluster=action.cluster,
+            facts=facts.describe(),
         )
 
     async def assess(
@@ -709,8 +751,11 @@ class AssessmentService:
             return None
         return self.neighbours.name
 
-    def _input_hash(self, spec: RemediationRequestSpec, history: History) -> str:
-        """sha256 over the canonical spec, the history fingerprint and the engine's settings."""
+    def _input_hash(
+        self, spec: RemediationRequestSpec, history: History, facts: str | None = None
+    ) -> str:
+        """sha256 over the canonical spec, the history fingerprint, the engine's settings and
+        the verified context (``facts``): relabelling the target's namespace changes it."""
         # The outcome is reported after the answer and is not an input of it: reporting one
         # must not change the hash of an unchanged assessment.
         canonical = json.dumps(
@@ -724,6 +769,7 @@ class AssessmentService:
             self.config.risk_model,
             self._embedder_name() or "",
             __version__,
+            facts or "",
         )
         for part in parts:
             digest.update(part.encode())
