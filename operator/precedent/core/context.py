@@ -34,6 +34,7 @@ __all__ = [
     "EnvironmentRule",
     "VerifiedContext",
     "parse_rules",
+    "resource_id_scope",
 ]
 
 ENVIRONMENT_LABEL = "precedent.dev/environment"
@@ -80,7 +81,8 @@ class EnvironmentRule:
             )
             if value is not None
         ]
-        return f"environment mapping rule {self.index} ({', '.join(given)})"
+        text = f"environment mapping rule {self.index} ({', '.join(given)})"
+        return text if len(text) <= 200 else f"{text[:199]}…"
 
 
 def parse_rules(document: Any, where: str) -> list[EnvironmentRule]:
@@ -128,6 +130,42 @@ def _environment(labels: Mapping[str, Any] | None) -> str | None:
     return str(value).strip().lower() or None if value else None
 
 
+_SCOPES = ("subscriptions", "resourcegroups", "namespaces")
+
+
+def resource_id_scope(resource_id: str | None, target_namespace: str | None) -> str | None:
+    """The namespace a resource ID places its target in (``…/namespaces/NS/…``), checked
+    against ``spec.target.namespace``; ValueError when the ID is ambiguous about where the
+    target lives, so that no mapping rule or namespace label is matched on a part of it that
+    does not say where the target is.
+
+    Refused: a ``.`` or ``..`` segment, and a subscription, resource group or namespace
+    named twice (``/resourceGroups/rg-prod/…/resourceGroups/rg-dev-1/…`` would match a dev
+    rule for a production resource)."""
+    if not resource_id:
+        return None
+    segments = resource_id.strip("/").split("/")
+    if any(part in (".", "..") for part in segments):
+        raise ValueError("spec.target.resourceId: '.' and '..' segments are not allowed")
+    found: dict[str, str] = {}
+    for position, part in enumerate(segments[:-1]):
+        scope = part.lower()
+        if scope not in _SCOPES:
+            continue
+        if scope in found:
+            raise ValueError(
+                f"spec.target.resourceId: names {part} twice; give the resource ID of the target"
+            )
+        found[scope] = segments[position + 1]
+    namespace = found.get("namespaces")
+    if namespace is not None and target_namespace and namespace != target_namespace:
+        raise ValueError(
+            f"spec.target.resourceId: names namespace {namespace} but spec.target.namespace is "
+            f"{target_namespace}; give the resource ID of the target, or leave it out"
+        )
+    return namespace
+
+
 @dataclass(frozen=True, slots=True)
 class VerifiedContext:
     """The context a request is answered in, and where each part came from."""
@@ -143,7 +181,7 @@ class VerifiedContext:
         """``production from namespace label on payments`` (``, cluster NAME`` when known):
         what the facts said, stored with the answer so that a change in them is seen."""
         text = f"{self.environment} from {self.source}"
-        return f"{text}, cluster {self.cluster}" if self.cluster else text
+        return (f"{text}, cluster {self.cluster}" if self.cluster else text)[:512]
 
 
 @dataclass(slots=True)
@@ -199,7 +237,11 @@ class ContextFacts:
     ) -> VerifiedContext:
         """The environment of a target (see the module docstring), with its source."""
         found: list[tuple[str, str]] = []
-        namespace = target_namespace or request_namespace or None
+        try:
+            placed = resource_id_scope(resource_id, target_namespace)
+        except ValueError:  # normalise refuses it first; never less risky here
+            return VerifiedContext(self.default, "default environment", self.cluster)
+        namespace = target_namespace or placed or request_namespace or None
         if namespace is not None:
             label = self.namespaces.get(namespace)
             if label:

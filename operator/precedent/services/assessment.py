@@ -30,7 +30,7 @@ from pydantic import ValidationError
 
 from precedent import __version__
 from precedent.adapters.catalog_local import LocalPlaybookCatalog
-from precedent.core.context import ContextFacts, VerifiedContext
+from precedent.core.context import ContextFacts, VerifiedContext, resource_id_scope
 from precedent.core.historical import (
     HistoricalResult,
     RiskModelName,
@@ -149,6 +149,10 @@ class NormalizedRequest:
     """The verified context and its source."""
 
 
+MAX_ENVIRONMENT = 63
+"""The longest environment name (``status.context.environment``)."""
+
+
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
@@ -164,7 +168,7 @@ def _claims_note(claimed: ProposedAction, verified: ProposedAction, source: str)
     if claimed.cluster != verified.cluster:
         known = verified.cluster or "unknown (no cluster name configured)"
         parts.append(f"claimed cluster {claimed.cluster}, verified {known}")
-    return "; ".join(parts) or None
+    return "; ".join(parts)[:512] or None
 
 
 class AssessmentService:
@@ -292,6 +296,16 @@ class AssessmentService:
             action = normalize_request(parsed)
         except TargetMismatch as exc:  # the message names spec.target.resourceId
             raise InputError(str(exc)) from None
+        try:
+            resource_id_scope(parsed.target.resource_id, parsed.target.namespace)
+        except ValueError as exc:  # ambiguous about where the target lives
+            raise InputError(str(exc)) from None
+        claim = parsed.labels.get("environment") or ""
+        if len(claim.strip()) > MAX_ENVIRONMENT:
+            raise InputError(
+                f"spec.labels.environment: at most {MAX_ENVIRONMENT} characters (an "
+                "environment's name, such as production, staging or dev)"
+            )
         if self.facts is None:
             return NormalizedRequest(parsed, action, query)
         context = self.facts.verify(
