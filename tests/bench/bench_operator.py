@@ -181,6 +181,8 @@ def run_once(module: str, n: int, history: Path, workdir: Path) -> tuple[float, 
             "KUBECONFIG": str(kubeconfig),
             "PRECEDENT_HISTORY_PATH": str(history),
             "PRECEDENT_METRICS_PORT": "0",
+            # Enforce mode does not start without the key of the status mark.
+            "PRECEDENT_STATUS_KEY": os.environ.get("PRECEDENT_STATUS_KEY") or "bench-key",
         }
         operator = subprocess.Popen(
             [
