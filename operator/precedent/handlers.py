@@ -774,8 +774,8 @@ async def _answer_again(
     namespaces: set[str],
     approvals: kopf.Index[tuple[str, str], dict[str, Any]],
 ) -> None:
-    """Answer again every answered request whose target lies in ``namespaces`` and whose
-    answer was given in facts that no longer hold (a request that ran keeps its answer)."""
+    """Answer again every answered request whose answer was given in facts that no longer
+    hold, after ``namespaces`` changed (a request that ran keeps its answer)."""
     service: AssessmentService = memo.service
     api: KubeApi | None = getattr(memo, "kube_api", None)
     if api is None:
@@ -788,9 +788,10 @@ async def _answer_again(
     for obj in listed:
         body = kopf.Body(cast("kopf.RawBody", obj))
         meta, spec = body.meta, body.spec
-        target = spec.get("target") or {}
-        where = (target.get("namespace") if isinstance(target, dict) else None) or meta.namespace
-        if where not in namespaces or not service.signer.answered(body) or _answered(body, memo):
+        # Whether a request's target lies in one of them is the facts' own rule (a target
+        # namespace, a Kubernetes path, or the request's namespace for namespaced kinds):
+        # ask whether its answer's facts still hold, a lookup in memory per request.
+        if not service.signer.answered(body) or _answered(body, memo):
             continue
         update = await _answer(body, spec, body.status, meta, memo, 0, approvals)
         try:

@@ -127,3 +127,28 @@ def test_very_long_values_are_refused_or_kept_within_the_status_limits(
     assert len(answer.context.source) <= 253
     assert len(answer.context.facts or "") <= 512
     Assessment.model_validate(answer.model_dump())  # every field within its limits
+
+
+def test_a_target_outside_any_namespace_is_not_placed_by_the_requests_namespace(
+    service: AssessmentService,
+) -> None:
+    # A requester who may write requests in a dev namespace asks for a production node, an
+    # Azure NSG and a ClusterRole: none of them lives in that namespace.
+    for target in (
+        {"kind": "Node", "name": "aks-userpool-1"},
+        {"kind": "networkSecurityGroups", "name": "nsg-east"},
+        {"kind": "ClusterRole", "name": "admin"},
+    ):
+        body = {"action": "restart_service", "target": target, "labels": {"environment": "dev"}}
+        answer = assess(service, body, ns="scratch")
+        assert answer.context is not None
+        assert answer.context.environment == "production", target
+    # A namespaced kind that names no namespace is in its request's.
+    answer = assess(service, spec(None, environment="dev"), ns="scratch")
+    assert answer.context is not None
+    assert answer.context.environment == "dev"
+    # The short Kubernetes path names the namespace too.
+    body = spec("scratch")
+    body["target"]["resourceId"] = "payments/deployments/payment-api"
+    with pytest.raises(InputError, match="names namespace payments"):
+        service.normalise(body, "default")

@@ -4,8 +4,10 @@ wrote (docs/security.md, "What the operator trusts").
 The environment of a request is a fact about its target, found in this order of sources and
 taking the riskiest environment any of them gives:
 
-1. the label ``precedent.dev/environment`` on the target's namespace (the request's own
-   namespace when the target names none);
+1. the label ``precedent.dev/environment`` on the target's namespace (the namespace a
+   Kubernetes path in its ``resourceId`` names, or the request's own namespace when the
+   target names none and is of a namespaced Kubernetes kind: a Node, a ClusterRole or an
+   Azure resource does not live in the namespace its request was written in);
 2. the admin's environment mapping, for targets outside Kubernetes: rules matching the
    target's ``resourceId``, ``name``, ``namespace`` or the (verified) ``cluster`` with
    shell-style patterns;
@@ -26,13 +28,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from precedent.core.normalize import canonical_resource_type
 from precedent.core.risk_model import environment_tier
 
 __all__ = [
     "ENVIRONMENT_LABEL",
+    "NAMESPACED_KINDS",
     "ContextFacts",
     "EnvironmentRule",
     "VerifiedContext",
+    "namespaced",
     "parse_rules",
     "resource_id_scope",
 ]
@@ -41,6 +46,49 @@ ENVIRONMENT_LABEL = "precedent.dev/environment"
 """The Namespace label that says which environment the namespace's objects belong to."""
 
 _RULE_KEYS = ("resourceId", "name", "namespace", "cluster")
+
+NAMESPACED_KINDS = frozenset(
+    {
+        "deployment",
+        "statefulset",
+        "daemonset",
+        "replicaset",
+        "pod",
+        "service",
+        "ingress",
+        "configmap",
+        "secret",
+        "job",
+        "cronjob",
+        "horizontalpodautoscaler",
+        "poddisruptionbudget",
+        "persistentvolumeclaim",
+        "networkpolicy",
+        "serviceaccount",
+        "role",
+        "rolebinding",
+        "certificate",
+        "endpoints",
+        "lease",
+        "limitrange",
+        "resourcequota",
+    }
+)
+"""Kubernetes kinds whose objects live in a namespace (canonical, as
+:func:`~precedent.core.normalize.canonical_resource_type` spells them): a target of one of
+these that names no namespace is in its request's namespace. Any other kind is not."""
+
+
+def _plural(kind: str) -> str:
+    return kind[:-1] if kind.endswith("s") and not kind.endswith("ss") else kind
+
+
+def namespaced(kind: str | None) -> bool:
+    """Whether ``kind`` is a namespaced Kubernetes kind (``Deployment``, ``svc``, ``Roles``)."""
+    if not kind:
+        return False
+    canonical = canonical_resource_type(kind)
+    return canonical in NAMESPACED_KINDS or _plural(canonical) in NAMESPACED_KINDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +206,13 @@ def resource_id_scope(resource_id: str | None, target_namespace: str | None) -> 
             )
         found[scope] = segments[position + 1]
     namespace = found.get("namespaces")
+    if (
+        namespace is None
+        and not found
+        and len(segments) == 3
+        and "providers" not in (part.lower() for part in segments)
+    ):
+        namespace = segments[0]  # namespace/kind/name
     if namespace is not None and target_namespace and namespace != target_namespace:
         raise ValueError(
             f"spec.target.resourceId: names namespace {namespace} but spec.target.namespace is "
@@ -234,14 +289,17 @@ class ContextFacts:
         name: str,
         target_namespace: str | None,
         request_namespace: str | None,
+        kind: str | None = None,
     ) -> VerifiedContext:
-        """The environment of a target (see the module docstring), with its source."""
+        """The environment of a target of ``kind`` (see the module docstring), with its
+        source."""
         found: list[tuple[str, str]] = []
         try:
             placed = resource_id_scope(resource_id, target_namespace)
         except ValueError:  # normalise refuses it first; never less risky here
             return VerifiedContext(self.default, "default environment", self.cluster)
-        namespace = target_namespace or placed or request_namespace or None
+        fallback = request_namespace if namespaced(kind) else None
+        namespace = target_namespace or placed or fallback or None
         if namespace is not None:
             label = self.namespaces.get(namespace)
             if label:

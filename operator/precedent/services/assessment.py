@@ -313,6 +313,7 @@ class AssessmentService:
             name=parsed.target.name,
             target_namespace=parsed.target.namespace,
             request_namespace=namespace,
+            kind=parsed.target.kind,
         )
         verified = replace(action, environment=context.environment, cluster=context.cluster)
         # What the requester did not claim is taken from the facts: only a claim is compared.
@@ -365,6 +366,7 @@ class AssessmentService:
             name=str(target.get("name") or ""),
             target_namespace=_text(target.get("namespace")),
             request_namespace=namespace,
+            kind=_text(target.get("kind")),
         )
         return written != now.describe()
 
