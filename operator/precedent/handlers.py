@@ -154,6 +154,9 @@ async def configure(
     # What the watch applied, compared with a full list now and then (see resync below).
     memo.incident_mirror = ObjectMirror[str]("incidents")
     memo.playbook_mirror = ObjectMirror[str]("playbooks")
+    # Namespaces whose environment label changed, for the handler that answers again.
+    memo.relabelled = set()
+    memo.shared = {}
     memo.recorder = DecisionRecorder(service)
     if service.signer.ephemeral:
         logging.getLogger(__name__).warning(
@@ -377,7 +380,8 @@ def playbook_deleted(name: str, memo: kopf.Memo, **_: Any) -> None:
 
 
 async def _resync_forever(memo: kopf.Memo, logger: kopf.Logger) -> None:
-    """List Incidents and Playbooks every ``resync_seconds`` and make memory equal the lists.
+    """List Incidents, Playbooks and Namespaces every ``resync_seconds`` and make memory
+    equal the lists.
 
     kopf's re-list (after a broken stream or 410 Gone) never drops what the new list lacks,
     and a watch resumed against a restored API server never delivers those deletions; a list
@@ -400,6 +404,7 @@ async def _resync_forever(memo: kopf.Memo, logger: kopf.Logger) -> None:
     )
     while True:
         await asyncio.sleep(memo.config.resync_seconds)
+        await _resync_namespaces(memo, logger)
         for mirror, upsert, delete in kinds:
             mark = mirror.mark()
             try:
@@ -419,6 +424,32 @@ async def _resync_forever(memo: kopf.Memo, logger: kopf.Logger) -> None:
                 )
 
 
+async def _resync_namespaces(memo: kopf.Memo, logger: kopf.Logger) -> None:
+    """Make the Namespaces' labels in memory equal a full list, as for Incidents: a relabel
+    or a deletion the watch never delivered (a restored API server) is seen here, and the
+    requests aimed at those namespaces are answered again."""
+    service: AssessmentService = memo.service
+    facts = service.facts
+    approvals = memo.shared.get("approvals")
+    if facts is None or approvals is None:
+        return
+    try:
+        items = await memo.kube_api.list_objects("/api/v1", "namespaces")
+    except PrecedentError as exc:  # the API server is away: the next round tries again
+        logger.warning("resync of namespaces skipped: %s", exc)
+        return
+    listed = [
+        (str(meta["name"]), meta.get("labels"))
+        for meta in (o.get("metadata") or {} for o in items)
+        if meta.get("name")
+    ]
+    changed = facts.replace_namespaces(listed)
+    memo.relabelled.difference_update(changed)
+    if changed:
+        logger.info("resync of namespaces: the environment of %s changed", ", ".join(changed))
+        await _answer_again(memo, logger, set(changed), approvals)
+
+
 # -- requests ---------------------------------------------------------------------------------
 
 
@@ -426,11 +457,23 @@ def _timestamp(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
 
 
+def _answered(body: kopf.Body, memo: kopf.Memo) -> bool:
+    """This operator's answer (a valid mark), given in facts that still hold: its target's
+    namespace was not relabelled since (a request that ran keeps its answer)."""
+    service: AssessmentService = memo.service
+    if not service.signer.answered(body):
+        return False
+    spec = body.get("spec") or {}
+    if spec.get("outcome"):
+        return True
+    namespace = (body.get("metadata") or {}).get("namespace")
+    return not service.facts_changed(spec, namespace, body.get("status") or {})
+
+
 def _not_answered(body: kopf.Body, memo: kopf.Memo, **_: Any) -> bool:
     # A request this operator answered (a valid mark) is not even handed to the handler: a
     # restart resumes thousands of them, and each would cost a handler run and two log lines.
-    service: AssessmentService = memo.service
-    return not service.signer.answered(body)
+    return not _answered(body, memo)
 
 
 @kopf.on.resume(*REQUESTS, id="assess", when=_not_answered)
@@ -447,8 +490,7 @@ async def assess_request(
     **kwargs: Any,
 ) -> None:
     """Score a RemediationRequest and write the assessment into its status."""
-    service: AssessmentService = memo.service
-    if service.signer.answered(body):
+    if _answered(body, memo):
         return  # answered by this operator: a restart re-lists everything and leaves it alone
     update = await _answer_and_post(body, spec, status, meta, memo, retry, kwargs["approvals"])
     patch.status.update(update.patch())
@@ -763,18 +805,80 @@ async def approval_expiry(
 def index_namespace(name: str, labels: kopf.Labels, memo: kopf.Memo, **_: Any) -> None:
     """A Namespace was listed, added or relabelled: remember its environment label."""
     facts: ContextFacts | None = memo.service.facts
-    if facts is not None:
-        facts.observe_namespace(name, dict(labels))
+    if facts is not None and facts.observe_namespace(name, dict(labels)):
+        memo.relabelled.add(name)
 
 
-@kopf.on.event(
-    "", "v1", "namespaces", id="namespace-deleted", when=lambda type, **_: type == "DELETED"
-)
-def namespace_deleted(name: str, memo: kopf.Memo, **_: Any) -> None:
-    """A deleted Namespace no longer labels anything."""
+@kopf.on.event("", "v1", "namespaces", id="namespace-relabelled")
+async def namespace_relabelled(
+    type: str | None, name: str, memo: kopf.Memo, logger: kopf.Logger, **kwargs: Any
+) -> None:
+    """A Namespace's environment changed (relabelled, or deleted): the requests answered in
+    the old facts are answered again (never more permissively without an approval).
+
+    Indexes run before this handler for the same event. The initial listing needs nothing
+    here: each answer's ``status.context.facts`` is compared with the facts when its request
+    is resumed (``_answered``)."""
     facts: ContextFacts | None = memo.service.facts
-    if facts is not None:
-        facts.forget_namespace(name)
+    relabelled: set[str] = memo.relabelled
+    # The periodic list of namespaces answers again with the same index (a live view; kopf
+    # hands each object a shallow copy of the memo, so it is kept in a shared dict).
+    memo.shared["approvals"] = kwargs["approvals"]
+    if facts is None:
+        return
+    if type == "DELETED":
+        if not facts.forget_namespace(name):
+            return
+    elif name not in relabelled:
+        return
+    relabelled.discard(name)
+    if type is None:
+        return
+    await _answer_again(memo, logger, {name}, kwargs["approvals"])
+
+
+async def _answer_again(
+    memo: kopf.Memo,
+    logger: kopf.Logger,
+    namespaces: set[str],
+    approvals: kopf.Index[tuple[str, str], dict[str, Any]],
+) -> None:
+    """Answer again every answered request whose answer was given in facts that no longer
+    hold, after ``namespaces`` changed (a request that ran keeps its answer)."""
+    service: AssessmentService = memo.service
+    api: KubeApi | None = getattr(memo, "kube_api", None)
+    if api is None:
+        return
+    try:
+        listed = await api.list_cluster_objects("remediationrequests")
+    except PrecedentError as exc:  # the API server is away: a restart or resync catches up
+        logger.warning("requests in %s not answered again: %s", ", ".join(namespaces), exc)
+        return
+    for obj in listed:
+        body = kopf.Body(cast("kopf.RawBody", obj))
+        meta, spec = body.meta, body.spec
+        # Whether a request's target lies in one of them is the facts' own rule (a target
+        # namespace, a Kubernetes path, or the request's namespace for namespaced kinds):
+        # ask whether its answer's facts still hold, a lookup in memory per request.
+        if not service.signer.answered(body) or _answered(body, memo):
+            continue
+        update = await _answer(body, spec, body.status, meta, memo, 0, approvals)
+        try:
+            version = str(meta.get("resourceVersion"))
+            await api.patch_request_status(
+                str(meta.namespace), str(meta.name), update.patch(), version
+            )
+        except PrecedentError as exc:  # changed meanwhile: its own handler answers it
+            logger.warning("request %s/%s not answered again: %s", meta.namespace, meta.name, exc)
+            continue
+        await _post_event(body, update, memo)
+        context = (update.patch().get("context") or {}).get("facts")
+        kopf.event(
+            body,
+            type="Normal",
+            reason="ContextChanged",
+            message=f"the facts about the target changed (now: {context}); answered again",
+        )
 
 
 # -- the dependency graph (issue 15) ------------------------------------------------------------

@@ -623,6 +623,12 @@ class RequestContext(WireModel):
         description="The requester's claim the answer did not use (it was less risky than "
         "the verified context), e.g. 'claimed dev, verified production from namespace label'.",
     )
+    facts: str | None = Field(
+        default=None,
+        max_length=512,
+        description="What the facts said when the answer was given (the verified environment, "
+        "its source and the cluster); the answer is given again when they change.",
+    )
 
 
 class SpecWarning(WireModel):

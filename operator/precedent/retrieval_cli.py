@@ -14,6 +14,7 @@ import click
 
 from precedent.adapters.evaluation import load_history_jsonl, load_queries_jsonl, text_query
 from precedent.adapters.loader import load_labelled_requests, load_selection_requests
+from precedent.core.context import ContextFacts
 from precedent.core.historical import SimilarityMode
 from precedent.core.playbooks import SELECTION_MODELS
 from precedent.core.playbooks.evaluation import (
@@ -36,7 +37,13 @@ from precedent.output import (
 )
 from precedent.services.evaluation import evaluate_risk, run_evaluation, select_for_labelled
 from precedent.settings import Settings
-from precedent.wiring import build_embedder, build_neighbours, build_service, load_history_files
+from precedent.wiring import (
+    build_embedder,
+    build_facts,
+    build_neighbours,
+    build_service,
+    load_history_files,
+)
 
 T = TypeVar("T")
 
@@ -184,6 +191,22 @@ def search_command(
     default=None,
     help="Risk model for --risk. Default: $PRECEDENT_RISK_MODEL (default).",
 )
+@click.option(
+    "-f",
+    "--filename",
+    "facts",
+    multiple=True,
+    metavar="PATH",
+    help="For --risk: the clusters' facts, as precedent score takes them (Namespace manifests "
+    "and EnvironmentMapping documents). Each labelled request is answered in the cluster its "
+    "precedent.dev/cluster annotation names (else --cluster); a Namespace annotated "
+    "precedent.dev/cluster belongs to that cluster only. Without it the labels are claims.",
+)
+@click.option(
+    "--cluster",
+    metavar="NAME",
+    help="For --risk: the cluster of requests that name none (default: $PRECEDENT_CLUSTER_NAME).",
+)
 @output_option(
     ("table", "wide", "json", "yaml"),
     help_text="table (wide: the same); json/yaml: every number, one document.",
@@ -198,6 +221,8 @@ def eval_command(
     embedder: str | None,
     mode: str | None,
     risk_model: str | None,
+    facts: tuple[str, ...],
+    cluster: str | None,
     output: str,
 ) -> None:
     """Retrieval quality (--history H.jsonl --queries Q.jsonl: MRR, hit@k, MAP@10), risk
@@ -210,9 +235,13 @@ def eval_command(
         return
     if risk_model is not None:
         settings = settings.model_copy(update={"risk_model": risk_model})
+    if cluster is not None:
+        settings = settings.model_copy(update={"cluster_name": cluster})
     if risk_path is not None:
-        _eval_risk(settings, risk_path, history_path, embedder, mode, output)
+        _eval_risk(settings, risk_path, history_path, embedder, mode, output, facts)
         return
+    if facts or cluster is not None:
+        fail("-f and --cluster go with --risk")
     if history_path is None or queries_path is None:
         fail("pass --history H.jsonl and --queries Q.jsonl, or --risk PATH")
     try:
@@ -261,7 +290,9 @@ def _eval_risk(
     embedder: str | None,
     mode: str | None,
     output: str,
+    facts: tuple[str, ...] = (),
 ) -> None:
+    verified = bool(facts) or settings.environment_mapping is not None
     try:
         labelled = load_labelled_requests([risk_path])
         if not labelled:
@@ -274,7 +305,19 @@ def _eval_risk(
             require_history=True,
             catalog="",
         )
-        evaluation = run_async(service, evaluate_risk(service, labelled))
+        cache: dict[str | None, ContextFacts] = {}
+
+        def facts_of(cluster: str | None) -> ContextFacts:
+            if cluster not in cache:
+                named = cluster or settings.cluster_name
+                cache[cluster] = build_facts(
+                    settings.model_copy(update={"cluster_name": named}), facts
+                )
+            return cache[cluster]
+
+        evaluation = run_async(
+            service, evaluate_risk(service, labelled, facts_of if verified else None)
+        )
     except PrecedentError as exc:
         fail(str(exc))
         return
@@ -282,6 +325,7 @@ def _eval_risk(
         document = {
             "riskModel": service.config.risk_model,
             "mode": service.config.mode,
+            "context": "verified" if verified else "claimed",
             "total": evaluation.total,
             "correct": evaluation.correct,
             "accuracy": round(evaluation.accuracy, 4),
@@ -310,6 +354,12 @@ def _eval_risk(
         f"{service.history_size()} incidents: accuracy {evaluation.accuracy:.1%} "
         f"({evaluation.correct}/{evaluation.total}), within one band {evaluation.within_one}, "
         f"below the label {evaluation.under}"
+    )
+    click.echo(
+        "context: verified from the given facts (-f)"
+        if verified
+        else "context: the requests' environment labels are claims (unverified): give the "
+        "clusters' Namespaces and environment mapping with -f"
     )
     click.echo(format_confusion(evaluation))
     for miss in evaluation.misses:

@@ -274,7 +274,7 @@ def run_once(module: str, n: int, history: Path, workdir: Path) -> dict[str, Any
             "PRECEDENT_HISTORY_PATH": str(history),
             "PRECEDENT_METRICS_PORT": "0",
             # Enforce mode does not start without the key of the status mark.
-            "PRECEDENT_STATUS_KEY": "bench-status-key",
+            "PRECEDENT_STATUS_KEY": os.environ.get("PRECEDENT_STATUS_KEY") or "bench-key",
         }
         operator = subprocess.Popen(
             [

@@ -119,6 +119,7 @@ def test_a_claimed_environment_only_makes_an_answer_stricter(
         "environment": "dev",
         "source": "namespace label on scratch",
         "verified": True,
+        "facts": "dev from namespace label on scratch",
     }
     assert dev["risk"]["score"] < claim["risk"]["score"]
     # A claim riskier than the facts stands: it only makes the answer stricter.

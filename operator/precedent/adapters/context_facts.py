@@ -15,6 +15,12 @@ The mapping is one YAML document::
 
 Other kinds in the given files (Deployments, Services …) are skipped, so ``-f data/shop``
 takes the shop's Namespaces from the same directory ``precedent graph`` reads.
+
+One file may describe several clusters (a fleet, or a labelled set spanning clusters, where
+``payments`` is production in one cluster and staging in another): a Namespace manifest
+annotated ``precedent.dev/cluster: NAME`` is a namespace of cluster NAME only, read when the
+facts are for that cluster (``--cluster NAME``) and skipped otherwise; the mapping's rules
+say which cluster they are for with their ``cluster`` pattern.
 """
 
 from __future__ import annotations
@@ -26,9 +32,11 @@ from precedent.adapters.loader import iter_documents
 from precedent.core.context import ContextFacts, EnvironmentRule, parse_rules
 from precedent.errors import InputError, LoadError
 
-__all__ = ["MAPPING_KIND", "load_facts", "load_mapping"]
+__all__ = ["CLUSTER_ANNOTATION", "MAPPING_KIND", "load_facts", "load_mapping"]
 
 MAPPING_KIND = "EnvironmentMapping"
+CLUSTER_ANNOTATION = "precedent.dev/cluster"
+"""On a Namespace manifest: the cluster it belongs to (absent: any cluster)."""
 
 
 def load_mapping(path: Path) -> list[EnvironmentRule]:
@@ -58,7 +66,17 @@ def load_facts(
         for doc in iter_documents(paths):
             if doc.kind == "Namespace" and doc.name:
                 meta = doc.body.get("metadata") or {}
-                labels = meta.get("labels") if isinstance(meta, dict) else None
+                if not isinstance(meta, dict):
+                    meta = {}
+                annotations = meta.get("annotations")
+                owner = (
+                    annotations.get(CLUSTER_ANNOTATION) if isinstance(annotations, dict) else None
+                )
+                if owner is not None and (
+                    cluster is None or str(owner).strip().lower() != cluster.strip().lower()
+                ):
+                    continue  # another cluster's namespace of the same name
+                labels = meta.get("labels")
                 facts.observe_namespace(doc.name, labels if isinstance(labels, dict) else None)
             elif doc.kind == MAPPING_KIND:
                 found.extend(parse_rules(doc.body, doc.where))

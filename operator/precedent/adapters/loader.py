@@ -207,6 +207,8 @@ def load_playbooks(paths: Iterable[str | Path], *, strict_kind: bool = False) ->
 EXPECTED_BAND = f"{API_GROUP}/expected-band"
 EXPECTED_DECISION = f"{API_GROUP}/expected-decision"
 RATIONALE = f"{API_GROUP}/rationale"
+CLUSTER = f"{API_GROUP}/cluster"
+"""The cluster a labelled request is evaluated in (its facts: ``precedent eval -f``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,6 +219,8 @@ class LabelledRequest:
     expected_band: Band
     expected_decision: Decision | None
     rationale: str
+    cluster: str | None = None
+    """The cluster it is evaluated in (``precedent.dev/cluster``), None: ``--cluster``."""
 
 
 def _annotations(doc: Document) -> dict[str, Any]:
@@ -259,6 +263,9 @@ def load_labelled_requests(paths: Iterable[str | Path]) -> list[LabelledRequest]
                 expected_band=expected_band,
                 expected_decision=expected_decision,
                 rationale=str(annotations.get(RATIONALE, "")).strip(),
+                cluster=str(annotations[CLUSTER]).strip() or None
+                if annotations.get(CLUSTER) is not None
+                else None,
             )
         )
     return labelled

@@ -29,7 +29,7 @@ from pydantic import ValidationError
 
 from precedent import __version__
 from precedent.adapters.catalog_local import LocalPlaybookCatalog
-from precedent.core.context import ContextFacts, VerifiedContext
+from precedent.core.context import ContextFacts, VerifiedContext, resource_id_scope
 from precedent.core.historical import (
     HistoricalResult,
     RiskModelName,
@@ -42,7 +42,7 @@ from precedent.core.playbooks.labels import normalize_label_key, normalize_label
 from precedent.core.policy import PolicyEngine
 from precedent.core.ports import PlaybookDecision, SemanticNeighbours
 from precedent.core.ranking import RankingWeights, boost_parts
-from precedent.core.risk_model import OutcomeEvidence
+from precedent.core.risk_model import OutcomeEvidence, environment_tier
 from precedent.core.similarity import SIMILARITY_THRESHOLD
 from precedent.core.snapshot import History
 from precedent.core.typos import InputWarning, input_warnings
@@ -151,6 +151,14 @@ class NormalizedRequest:
     """The verified context and its source."""
 
 
+MAX_ENVIRONMENT = 63
+"""The longest environment name (``status.context.environment``)."""
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
 def _claims_note(claimed: ProposedAction, verified: ProposedAction, source: str) -> str | None:
     """``claimed dev, verified production from namespace label on payments`` (None: no claim
     differs from the facts)."""
@@ -162,7 +170,7 @@ def _claims_note(claimed: ProposedAction, verified: ProposedAction, source: str)
     if claimed.cluster != verified.cluster:
         known = verified.cluster or "unknown (no cluster name configured)"
         parts.append(f"claimed cluster {claimed.cluster}, verified {known}")
-    return "; ".join(parts) or None
+    return "; ".join(parts)[:512] or None
 
 
 class AssessmentService:
@@ -293,15 +301,7 @@ class AssessmentService:
         is the request's own (where the environment is looked up when the target names none).
         """
         parsed = spec if isinstance(spec, RemediationRequestSpec) else parse_request_spec(spec)
-        selector = self.selector
-        try:
-            query = PlaybookQuery.from_spec(
-                parsed,
-                min_confidence=selector.min_confidence if selector else 0.0,
-                max_results=selector.max_results if selector else 10,
-            )
-        except ValueError as exc:  # e.g. a label given twice after normalisation
-            raise InputError(f"spec.labels: {exc}") from None
+        query = self._query(parsed)
         for key, value in parsed.labels.items():
             # One action: a label naming another action than spec.action would have the
             # selection judge one action while the policy judges another.
@@ -316,6 +316,16 @@ class AssessmentService:
             action = normalize_request(parsed)
         except TargetMismatch as exc:  # the message names spec.target.resourceId
             raise InputError(str(exc)) from None
+        try:
+            resource_id_scope(parsed.target.resource_id, parsed.target.namespace)
+        except ValueError as exc:  # ambiguous about where the target lives
+            raise InputError(str(exc)) from None
+        claim = parsed.labels.get("environment") or ""
+        if len(claim.strip()) > MAX_ENVIRONMENT:
+            raise InputError(
+                f"spec.labels.environment: at most {MAX_ENVIRONMENT} characters (an "
+                "environment's name, such as production, staging or dev)"
+            )
         if self.facts is None:
             return NormalizedRequest(parsed, action, query)
         context = self.facts.verify(
@@ -323,6 +333,7 @@ class AssessmentService:
             name=parsed.target.name,
             target_namespace=parsed.target.namespace,
             request_namespace=namespace,
+            kind=parsed.target.kind,
         )
         verified = replace(action, environment=context.environment, cluster=context.cluster)
         # What the requester did not claim is taken from the facts: only a claim is compared.
@@ -331,7 +342,53 @@ class AssessmentService:
             environment=action.environment or context.environment,
             cluster=action.cluster or context.cluster,
         )
+        # The catalog is asked about the riskier of the claimed and the verified environment
+        # (the verified one on a tie): a claim cannot fetch a playbook written for dev only
+        # for a production namespace, whatever key spells it (Environment, precedent.dev/…).
+        environment = context.environment
+        if environment_tier(claimed.environment) < environment_tier(environment):
+            environment = claimed.environment or environment
+        query = self._query(parsed, environment)
         return NormalizedRequest(parsed, claimed, query, verified, context)
+
+    def _query(self, spec: RemediationRequestSpec, environment: str | None = None) -> PlaybookQuery:
+        """What the catalog is asked; ``environment`` (from the facts) replaces every label
+        naming the environment."""
+        selector = self.selector
+        if environment is not None:
+            labels = {
+                k: v for k, v in spec.labels.items() if normalize_label_key(k) != "environment"
+            }
+            spec = spec.model_copy(update={"labels": {**labels, "environment": environment}})
+        try:
+            return PlaybookQuery.from_spec(
+                spec,
+                min_confidence=selector.min_confidence if selector else 0.0,
+                max_results=selector.max_results if selector else 10,
+            )
+        except ValueError as exc:  # e.g. a label given twice after normalisation
+            raise InputError(f"spec.labels: {exc}") from None
+
+    def facts_changed(
+        self, spec: Mapping[str, Any], namespace: str | None, status: Mapping[str, Any]
+    ) -> bool:
+        """Whether the facts now say something else about the request's target than when its
+        answer was given (``status.context.facts``): e.g. its namespace was relabelled."""
+        if self.facts is None:
+            return False
+        target = spec.get("target") if isinstance(spec, Mapping) else None
+        if not isinstance(target, Mapping):
+            return False  # not a valid request: its status says so, nothing to re-answer
+        context = status.get("context") if isinstance(status, Mapping) else None
+        written = context.get("facts") if isinstance(context, Mapping) else None
+        now = self.facts.verify(
+            resource_id=_text(target.get("resourceId")),
+            name=str(target.get("name") or ""),
+            target_namespace=_text(target.get("namespace")),
+            request_namespace=namespace,
+            kind=_text(target.get("kind")),
+        )
+        return written != now.describe()
 
     def score(
         self,
@@ -562,7 +619,7 @@ class AssessmentService:
             topology_hints=recall.topology if recall is not None else None,
             blast_radius=blast,
             context=context,
-            input_hash=self._input_hash(request.spec, history),
+            input_hash=self._input_hash(request.spec, history, context.facts),
             warnings=[
                 SpecWarning(reason=w.reason, message=w.message[:1024])
                 for w in self.warnings(request.spec)
@@ -623,6 +680,7 @@ class AssessmentService:
             source=facts.source if same or not claimed else "claimed in spec.labels.environment",
             verified=same or not claimed,
             cluster=action.cluster,
+            facts=facts.describe(),
         )
 
     async def assess(
@@ -743,8 +801,11 @@ class AssessmentService:
             return None
         return self.neighbours.name
 
-    def _input_hash(self, spec: RemediationRequestSpec, history: History) -> str:
-        """sha256 over the canonical spec, the history fingerprint and the engine's settings."""
+    def _input_hash(
+        self, spec: RemediationRequestSpec, history: History, facts: str | None = None
+    ) -> str:
+        """sha256 over the canonical spec, the history fingerprint, the engine's settings and
+        the verified context (``facts``): relabelling the target's namespace changes it."""
         # The outcome is reported after the answer and is not an input of it: reporting one
         # must not change the hash of an unchanged assessment.
         canonical = json.dumps(
@@ -758,6 +819,7 @@ class AssessmentService:
             self.config.risk_model,
             self._embedder_name() or "",
             __version__,
+            facts or "",
         )
         for part in parts:
             digest.update(part.encode())

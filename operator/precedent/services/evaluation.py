@@ -8,15 +8,17 @@ Each query is ranked by :meth:`AssessmentService.rank` — the code that fills a
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 
 from precedent.adapters.evaluation import EvalQuery
 from precedent.adapters.loader import LabelledRequest, SelectionLabel
+from precedent.core.context import ContextFacts
 from precedent.core.evaluation import QueryResult, RetrievalMetrics, summarize
 from precedent.core.playbooks.evaluation import SelectionResult
 from precedent.core.risk_evaluation import BandResult, RiskEvaluation, evaluate_bands
 from precedent.errors import InputError
+from precedent.models import Assessment
 from precedent.services.assessment import AssessmentService
 
 __all__ = [
@@ -53,10 +55,32 @@ def run_evaluation(service: AssessmentService, queries: Iterable[EvalQuery]) -> 
 
 
 async def evaluate_risk(
-    service: AssessmentService, labelled: Sequence[LabelledRequest]
+    service: AssessmentService,
+    labelled: Sequence[LabelledRequest],
+    facts: Callable[[str | None], ContextFacts] | None = None,
 ) -> RiskEvaluation:
-    """Assess each labelled request as the operator does and compare its band with the label."""
-    assessments = await service.assess_many([item.request.spec for item in labelled])
+    """Assess each labelled request as the operator does and compare its band with the label.
+
+    ``facts`` gives the facts of a cluster (by the request's ``precedent.dev/cluster``, None
+    when it names none): each request is then answered in its verified context, as the
+    operator of that cluster answers it. Without it the requests' labels are used as claimed.
+    """
+    assessments = []
+    if facts is None:
+        assessments = await service.assess_many([item.request.spec for item in labelled])
+    else:
+        clusters: dict[str | None, list[int]] = {}
+        for position, item in enumerate(labelled):
+            clusters.setdefault(item.cluster, []).append(position)
+        found: dict[int, Assessment] = {}
+        for cluster, positions in clusters.items():
+            service.facts = facts(cluster)
+            answers = await service.assess_many(
+                [labelled[p].request.spec for p in positions],
+                namespaces=[labelled[p].request.namespace for p in positions],
+            )
+            found.update(zip(positions, answers, strict=True))
+        assessments = [found[p] for p in range(len(labelled))]
     return evaluate_bands(
         BandResult(
             name=item.request.name,

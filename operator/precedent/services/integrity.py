@@ -4,8 +4,9 @@ Anyone who may write ``remediationrequests/status`` could otherwise pre-approve 
 ("Approved, score 0") before the operator sees it, and a restarted operator would leave that
 answer alone. The operator therefore signs what it writes: an HMAC-SHA256, keyed by a secret
 only the operator reads (``PRECEDENT_STATUS_KEY``, from a Kubernetes Secret), over the
-request's uid and the answer (decision, band, score, approval, input hash, and the ``Approved``
-condition executors wait on: its status, reason and message). The spec is
+request's uid and the answer (decision, band, score, approval, input hash, the verified
+context it was given in, and the ``Approved`` condition executors wait on: its status, reason
+and message). The spec is
 immutable but for ``spec.outcome``, which is not an input of the assessment, so an answer
 stands across generations. A request counts as answered only when its status carries a valid
 mark; anything else is assessed again and overwritten.
@@ -71,6 +72,7 @@ class StatusSigner:
             str(status.get("inputHash", "")),
             _canonical((status.get("policy") or {}).get("approval")),
             _approved_condition(status),
+            str((status.get("context") or {}).get("facts") or ""),
         )
         return "\0".join(parts).encode()
 

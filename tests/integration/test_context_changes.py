@@ -1,0 +1,128 @@
+"""The facts about a target change, and the answer follows: the real operator against the
+sandbox.
+
+- relabelling a namespace answers again the requests aimed at it, while the operator runs and
+  after a restart (the answer records the facts it was given in: ``status.context.facts``,
+  covered by the input hash and the mark);
+- a relabel towards a less risky environment never turns a decision more permissive;
+- a periodic full list of Namespaces catches a relabel or a deletion the watch missed;
+- the playbook catalog is asked about the verified environment, whatever key the requester
+  spelled a claim with.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from precedent_sandbox import SandboxThread
+from tests.integration.conftest import REPO, Cluster, condition, eventually
+from tests.integration.test_trust_facts import answered, namespace, payment_restart
+
+pytestmark = pytest.mark.integration
+
+MERGE = {"Content-Type": "application/merge-patch+json"}
+
+
+def relabel(cluster: Cluster, name: str, environment: str) -> None:
+    body = {"metadata": {"labels": {"precedent.dev/environment": environment}}}
+    response = cluster.client.patch(f"/api/v1/namespaces/{name}", json=body, headers=MERGE)
+    assert response.status_code == 200, response.text
+
+
+def facts_say(cluster: Cluster, name: str, text: str) -> dict[str, Any]:
+    def check() -> dict[str, Any] | None:
+        obj = cluster.get_request(name)
+        status = obj.get("status") or {}
+        found = (status.get("context") or {}).get("facts") or ""
+        return obj if status.get("mark") and text in found else None
+
+    return dict(eventually(check))
+
+
+def test_relabelling_a_namespace_answers_its_requests_again(cluster: Cluster) -> None:
+    namespace(cluster, "checkout", "dev")
+    assert cluster.create(payment_restart("in-checkout", "checkout")).status_code == 201
+    with cluster.operator():
+        first = answered(cluster, "in-checkout")
+        assert first["status"]["context"]["facts"] == "dev from namespace label on checkout"
+        # An admin says checkout is production after all: the answer follows at once.
+        relabel(cluster, "checkout", "production")
+        again = facts_say(cluster, "in-checkout", "production from namespace label on checkout")
+        events = {e["reason"] for e in cluster.events_for("in-checkout")}
+        # The same request made now gets the same answer.
+        assert cluster.create(payment_restart("control", "checkout")).status_code == 201
+        control = answered(cluster, "control")
+    assert first["status"]["risk"]["score"] < control["status"]["risk"]["score"]
+    assert again["status"]["mark"] != first["status"]["mark"]
+    assert again["status"]["inputHash"] != first["status"]["inputHash"]
+    assert again["status"]["context"]["environment"] == "production"
+    assert again["status"]["risk"]["score"] == control["status"]["risk"]["score"]
+    assert again["status"]["risk"]["decision"] == control["status"]["risk"]["decision"]
+    assert condition(again, "Approved")["status"] != "True"  # type: ignore[index]
+    assert "ContextChanged" in events
+
+
+def test_a_relabel_towards_dev_never_makes_a_decision_more_permissive(cluster: Cluster) -> None:
+    namespace(cluster, "ledger", "production")
+    assert cluster.create(payment_restart("in-ledger", "ledger")).status_code == 201
+    with cluster.operator():
+        first = answered(cluster, "in-ledger")
+        assert first["status"]["risk"]["decision"] != "Approved"
+        relabel(cluster, "ledger", "dev")
+        again = facts_say(cluster, "in-ledger", "dev from namespace label on ledger")
+    assert again["status"]["risk"]["decision"] == first["status"]["risk"]["decision"]
+    assert condition(again, "Approved")["status"] != "True"  # type: ignore[index]
+
+
+def test_a_relabel_while_the_operator_is_away_is_seen_at_start(cluster: Cluster) -> None:
+    namespace(cluster, "search", "staging")
+    assert cluster.create(payment_restart("in-search", "search")).status_code == 201
+    with cluster.operator():
+        first = answered(cluster, "in-search")
+    relabel(cluster, "search", "production")
+    with cluster.operator():
+        again = facts_say(cluster, "in-search", "production from namespace label on search")
+    assert again["status"]["risk"]["score"] >= first["status"]["risk"]["score"]
+    assert again["status"]["context"]["environment"] == "production"
+
+
+def test_the_periodic_list_of_namespaces_catches_what_the_watch_missed(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The API server returns with other contents (a restore: resourceVersions continue above
+    # the old ones), so the watch resumes and never hears that namespace preview, labelled
+    # dev, is gone. The periodic list drops it: preview is then unknown, i.e. production.
+    monkeypatch.setenv("PRECEDENT_RESYNC_SECONDS", "1")
+    namespace(cluster, "preview", "dev")
+    restarted: SandboxThread | None = None
+    try:
+        with cluster.operator():
+            assert cluster.create(payment_restart("before", "preview")).status_code == 201
+            assert "dev from" in answered(cluster, "before")["status"]["context"]["facts"]
+            old_rv = int(cluster.sandbox.call(lambda: cluster.sandbox.store.rv))
+            port = cluster.sandbox.port
+            cluster.sandbox.stop()
+            restarted = SandboxThread(REPO / "crds", port=port).start()
+            restarted.call(setattr, restarted.store, "rv", old_rv + 10_000)
+            with httpx.Client(base_url=restarted.url, timeout=30) as client:
+                body = payment_restart("after", "preview")
+                response = client.post(
+                    "/apis/precedent.dev/v1alpha1/namespaces/default/remediationrequests",
+                    json=body,
+                )
+                assert response.status_code == 201, response.text
+
+                def settled() -> dict[str, Any] | None:
+                    path = "/apis/precedent.dev/v1alpha1/namespaces/default/remediationrequests"
+                    obj = client.get(f"{path}/after").json()
+                    facts = ((obj.get("status") or {}).get("context") or {}).get("facts")
+                    return obj if facts == "production from default environment" else None
+
+                after = dict(eventually(settled, timeout=60))
+    finally:
+        if restarted is not None:
+            restarted.stop()
+    assert after["status"]["context"]["environment"] == "production"
