@@ -554,14 +554,26 @@ async def _answer_and_post(
     once, and namespaces take turns for those slots (and for the scoring thread), so a flood in
     one namespace does not hold up the others."""
     slots: FairSlots = memo.event_slots
-    events: EventPoster = memo.events
-    posted = True
     async with slots.hold(str(meta.get("namespace") or "")):
         update = await _answer(body, spec, status, meta, memo, retry, approvals)
-        if update.event is not None:
-            # Posted before the status is written, under a name only this answer produces: a
-            # crash in between re-assesses and re-posts (409: once); a crash after leaves both.
-            posted = await events.post(body, update.event)
+        # Posted before the status is written, under a name only this answer produces: a
+        # crash in between re-assesses and re-posts (409: once); a crash after leaves both.
+        posted = await _post_decision(body, update, memo)
+    _post_notes(body, update, posted)
+    return update
+
+
+async def _post_decision(body: kopf.Body, update: StatusUpdate, memo: kopf.Memo) -> bool:
+    """The answer's Event through the operator's own client; False when it could not be
+    posted there (kopf then posts it, see :func:`_post_notes`)."""
+    if update.event is None:
+        return True
+    events: EventPoster = memo.events
+    return await events.post(body, update.event)
+
+
+def _post_notes(body: kopf.Body, update: StatusUpdate, posted: bool) -> None:
+    """kopf posts the answer's Event when the client could not, and every extra note."""
     if update.event is not None and not posted:
         kopf.event(
             body,
@@ -571,7 +583,6 @@ async def _answer_and_post(
         )
     for extra in update.notes:
         kopf.event(body, type=extra.type, reason=extra.reason, message=extra.message)
-    return update
 
 
 def _forged(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> bool:
@@ -871,7 +882,7 @@ async def _answer_again(
         except PrecedentError as exc:  # changed meanwhile: its own handler answers it
             logger.warning("request %s/%s not answered again: %s", meta.namespace, meta.name, exc)
             continue
-        await _post_event(body, update, memo)
+        _post_notes(body, update, await _post_decision(body, update, memo))
         context = (update.patch().get("context") or {}).get("facts")
         kopf.event(
             body,
