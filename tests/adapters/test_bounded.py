@@ -149,11 +149,16 @@ def test_a_missing_file_is_one_line(tmp_path: Path) -> None:
     ids=["recursion", "depth", "big-int", "truncated"],
 )
 def test_hostile_jsonl_names_file_and_line(tmp_path: Path, line: str, reason: str) -> None:
-    file = _write(tmp_path, "history.jsonl", '{"id": "A", "title": "a"}\n\n' + line + "\n")
+    # A valid first line of each kind, then a blank one, then the hostile line (read line by
+    # line: the hostile one is refused when it is reached, naming its number).
+    history = _write(tmp_path, "history.jsonl", '{"id": "A", "title": "a"}\n\n' + line + "\n")
     with pytest.raises(LoadError, match=rf"history\.jsonl:3: {reason}"):
-        load_history_jsonl(file)
-    with pytest.raises(LoadError, match=rf"history\.jsonl:3: {reason}"):
-        load_queries_jsonl(file)
+        load_history_jsonl(history)
+    queries = _write(
+        tmp_path, "queries.jsonl", '{"query": "q", "relevant": ["A"]}\n\n' + line + "\n"
+    )
+    with pytest.raises(LoadError, match=rf"queries\.jsonl:3: {reason}"):
+        load_queries_jsonl(queries)
 
 
 def test_a_long_jsonl_line_is_refused() -> None:

@@ -90,7 +90,8 @@ def test_demo_output_is_short_and_every_kubectl_line_was_run() -> None:
         verbs = [
             args[1] if args[1] != "precedent" else f"precedent {args[2]}" for args, _ in commands
         ]
-        assert verbs == ["get", "precedent explain", "patch", "precedent approve", "wait"]
+        # Approved first: an outcome counts only for an approved action.
+        assert verbs == ["get", "precedent explain", "precedent approve", "wait", "patch"]
         for args, output in commands:
             assert args[0] == "kubectl"
             assert not any("…" in a for a in args), args  # nothing elided: runnable as shown

@@ -68,10 +68,11 @@ class Cluster:
         return [e for e in items if e.get("involvedObject", {}).get("name") == name]
 
     @contextmanager
-    def operator(self) -> Iterator[KopfRunner]:
-        """Run ``kopf run -m precedent.handlers`` in this process until the block ends."""
+    def operator(self, stop_timeout: float = 60) -> Iterator[KopfRunner]:
+        """Run ``kopf run -m precedent.handlers`` in this process until the block ends
+        (``stop_timeout``: how long it may take to stop, its pending API retries included)."""
         args = ["run", "-m", "precedent.handlers", "--all-namespaces", "--standalone"]
-        with KopfRunner(args, timeout=60) as runner:
+        with KopfRunner(args, timeout=stop_timeout) as runner:
             yield runner
         assert runner.exception is None or isinstance(runner.exception, SystemExit), runner.output
 

@@ -99,7 +99,9 @@ def test_the_periodic_list_of_namespaces_catches_what_the_watch_missed(
     namespace(cluster, "preview", "dev")
     restarted: SandboxThread | None = None
     try:
-        with cluster.operator():
+        # kopf retries the writes the restart cut off (its backoffs add up to about 90 s)
+        # before it stops: more time to stop than the usual minute.
+        with cluster.operator(stop_timeout=180):
             assert cluster.create(payment_restart("before", "preview")).status_code == 201
             assert "dev from" in answered(cluster, "before")["status"]["context"]["facts"]
             old_rv = int(cluster.sandbox.call(lambda: cluster.sandbox.store.rv))

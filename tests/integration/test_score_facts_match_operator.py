@@ -92,7 +92,7 @@ def test_score_with_the_clusters_facts_gives_the_operators_answer(
         "json",
     )
     assert proc.returncode == 0, proc.stderr
-    offline = {d["name"]: d["assessment"] for d in json.loads(proc.stdout)}
+    offline = {d["name"]: d["assessment"] for d in json.loads(proc.stdout)["items"]}
     for name, obj in statuses.items():
         status, answer = obj["status"], offline[name]
         assert answer["risk"]["score"] == status["risk"]["score"], name
@@ -111,7 +111,7 @@ def test_score_with_the_clusters_facts_gives_the_operators_answer(
     # Without facts the claims are used as written, and said to be unverified.
     bare = run("score", str(tmp_path / "requests.yaml"), *SOURCES, "-o", "json")
     assert bare.returncode == 0, bare.stderr
-    unverified = {d["name"]: d["assessment"] for d in json.loads(bare.stdout)}
+    unverified = {d["name"]: d["assessment"] for d in json.loads(bare.stdout)["items"]}
     assert unverified["claims-dev"]["context"]["verified"] is False
     assert unverified["claims-dev"]["context"]["environment"] == "dev"
     assert "unverified" in unverified["claims-dev"]["context"]["source"]

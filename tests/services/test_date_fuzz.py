@@ -63,6 +63,10 @@ def _in_range(moment: datetime | None) -> None:
     assert EARLIEST <= moment <= LATEST
 
 
+# A status recording the outcome as handled: the ledger then parses the spec.
+ACCEPTED = {"outcome": {"result": "succeeded", "handledAt": "2026-01-01T00:00:00Z"}}
+
+
 @FUZZ
 @given(DATES)
 def test_outcome_finished_at(value: str) -> None:
@@ -81,7 +85,9 @@ def test_outcome_finished_at(value: str) -> None:
         assert "spec.outcome.finishedAt" in problem
         # The start-up path (the outcome ledger) takes the same spec without raising.
         assert (
-            OutcomeService(LocalPlaybookCatalog(), prior=SuccessPrior()).observe("uid-1", spec)
+            OutcomeService(LocalPlaybookCatalog(), prior=SuccessPrior()).observe(
+                "uid-1", spec, ACCEPTED
+            )
             is None
         )
         return

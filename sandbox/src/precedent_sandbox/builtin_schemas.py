@@ -1,6 +1,6 @@
-"""The OpenAPI definitions of the built-in kinds the sandbox serves, as Kubernetes 1.32 has them.
+"""The OpenAPI definitions of the built-in kinds the sandbox serves, as Kubernetes 1.36 has them.
 
-``kubernetes-1.32-definitions.json.gz`` (next to this module) holds, in swagger 2.0 form
+``kubernetes-1.36-definitions.json.gz`` (next to this module) holds, in swagger 2.0 form
 (``#/definitions/…`` references), every definition the served built-in kinds reach: descriptions,
 types, formats, ``x-kubernetes-group-version-kind`` and the list/map extensions. It is made by
 ``python -m precedent_sandbox.builtin_schemas`` from the JSON schemas the ``kubernetes-validate``
@@ -34,8 +34,8 @@ __all__ = [
     "prune_unknown",
 ]
 
-KUBERNETES_VERSION = "1.32.0"
-DATA_FILE = "kubernetes-1.32-definitions.json.gz"
+KUBERNETES_VERSION = "1.36.0"
+DATA_FILE = "kubernetes-1.36-definitions.json.gz"
 _SOURCE_REF = "#/$defs/"
 _REF = "#/definitions/"
 _INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"

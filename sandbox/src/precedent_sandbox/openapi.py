@@ -3,7 +3,7 @@
 ``/openapi/v3`` lists one document per group-version (``{"paths": {"apis/apps/v1":
 {"serverRelativeURL": "/openapi/v3/apis/apps/v1?hash=…"}}}``); each has the REST ``paths`` of its
 kinds and their schemas under ``components.schemas``. ``/openapi/v2`` is the whole API as one
-swagger 2.0 document (``definitions``). Built-in kinds have Kubernetes 1.32's own definitions
+swagger 2.0 document (``definitions``). Built-in kinds have Kubernetes 1.36's own definitions
 (:mod:`.builtin_schemas`); a custom resource has its CRD's ``openAPIV3Schema`` with ``apiVersion``,
 ``kind`` and ``metadata`` (a reference to ``ObjectMeta``) added, as kube-apiserver builds it.
 Both are rebuilt from the registry on every request, so a CRD created, changed or deleted shows
