@@ -98,6 +98,33 @@ SELECTION_CONCEPTS: tuple[SelectionConcept, ...] = (
         ("crashloop-backoff",),
     ),
     _c(
+        "transient-cause",
+        FAILURE,
+        (
+            r"transient|\bblip\b",
+            r"connection\s+(?:reset|refused)",
+            r"(?:is|are)\s+(?:fine|healthy|back\s+up)(?:\s+again|\s+now)?|healthy\s+again",
+            r"stuck\s+dependency|bad\s+node",
+        ),
+        ("crashloop-backoff",),
+    ),
+    _c(
+        "flag-change",
+        FAILURE,
+        (r"feature\s+flags?|\bflags?\b", r"\d+\s*%\s+of\s+(?:users|traffic|requests)", r"dark\s+launch"),
+        ("config-change",),
+    ),
+    _c(
+        "migration-blocked",
+        FAILURE,
+        (
+            r"migration(?:\s+\w+){0,4}\s+(?:lock\w*|block\w*|hold\w*|stuck|hang\w*)",
+            r"holds?\s+(?:an?\s+)?(?:\w+\s+){0,2}lock",
+            r"queue\w*\s+behind|lock\s+queue",
+        ),
+        ("bad-rollout", "database-failure"),
+    ),
+    _c(
         "config-error",
         FAILURE,
         (
@@ -119,7 +146,7 @@ SELECTION_CONCEPTS: tuple[SelectionConcept, ...] = (
             r"(?:right\s+|since\s+|just\s+)?after\s+(?:the\s+|this\s+|last\s+)?(?:deploy\w*|release|rollout|upgrade)",
             r"since\s+(?:the\s+)?(?:\d+\s+\d+\s+)?(?:deploy\w*|release|rollout)",
             r"\bbad\s+(?:build|release|deploy\w*|version|image|rollout|tag)",
-            r"\bbroke\w*\b|\bbroken\b",
+            r"\bbroke\b|\bbroken\b",
             r"previous\s+(?:image|version|revision|build|release|tag)",
             r"last\s+good|known\s+good",
             r"go\s+back|put\w*(?:\s+\w+){0,3}\s+back|flip\w*(?:\s+\w+){0,4}\s+back",
@@ -236,7 +263,8 @@ SELECTION_CONCEPTS: tuple[SelectionConcept, ...] = (
         (
             r"network\s*polic\w*|\bnetpols?\b",
             r"default\s+deny|deny\s+all|deny\s+by\s+default",
-            r"(?:connection|dial\s+tcp)(?:\s+\S+){0,4}\s+(?:timed\s+out|timeout)",
+            r"(?:connection|dial\s+tcp)(?:\s+\S+){0,8}\s+(?:timed\s+out|timeout)",
+            r"\begress\b",
             r"cannot\s+reach|can\s+t\s+reach",
         ),
         ("network-policy",),
@@ -295,6 +323,7 @@ SELECTION_CONCEPTS: tuple[SelectionConcept, ...] = (
             r"\d+\s*%\s+(?:cpu|util\w*)",
             r"outside\s+business\s+hours|overnight|after\s+the\s+(?:sale|campaign)",
             r"\binstead\s+of\b",
+            r"(?:lower|reduc|cut|trim)\w*(?:\s+\w+){0,3}\s+replica",
             rf"(?:cut|drop|reduc|lower|shrink)\w*{_W}(?:to\s+)?\d+",
         ),
         ("capacity-change",),
@@ -334,6 +363,7 @@ SELECTION_CONCEPTS: tuple[SelectionConcept, ...] = (
             r"leak\w*\s+(?:connections?|file|handles?|memory)",
             r"\bhung\b|\bhangs?\b|wedged",
             r"throughput",
+            r"stopped\s+(?:consuming|processing|responding)",
         ),
         ("service-degradation",),
     ),
@@ -425,7 +455,6 @@ _KIND_OBJECTS: Mapping[str, tuple[str, ...]] = {
     "application": ("gitops",),
     "helmrelease": ("gitops",),
     "kustomization": ("gitops",),
-    "statefulset": ("statefulset",),
     "cluster": ("database",),
 }
 
