@@ -101,6 +101,7 @@ def _rationale(
     weights: ConfidenceWeights,
     source_note: str | None,
     alternatives: int,
+    inferred: tuple[str, ...] = (),
 ) -> str:
     sentence = f"Selected {pick.id} {pick.version} with confidence {_percent(pick.confidence)}"
     if pick.parts is not None:
@@ -117,6 +118,8 @@ def _rationale(
             )
     if alternatives:
         sentence += f"; {alternatives} alternative{'s' if alternatives > 1 else ''} listed"
+    if inferred:
+        sentence += f"; the request states no incident-type, read from its text as {_types(inferred)}"
     sentence += "."
     return f"{source_note} {sentence}" if source_note else sentence
 
@@ -142,6 +145,10 @@ def _suggestions(query: PlaybookQuery, answer: CatalogAnswer | None) -> list[str
     return steps
 
 
+def _types(inferred: tuple[str, ...]) -> str:
+    return " or ".join(inferred[:3])
+
+
 def _manual_reason(query: PlaybookQuery, answer: CatalogAnswer) -> str:
     labels = ", ".join(f"{k}={v}" for k, v in query.labels) or "none"
     if answer.catalog_size == 0:
@@ -154,12 +161,18 @@ def _manual_reason(query: PlaybookQuery, answer: CatalogAnswer) -> str:
     near = answer.best_below
     if near is not None and near.parts is not None:
         p = near.parts
-        return (
+        reason = (
             f"no playbook confident enough: the best, {near.id} {near.version}, scored "
             f"{_percent(near.confidence)} (semantic {_percent(p.semantic)}, label match "
             f"{_percent(p.label_match)}, historical {_percent(p.historical)}), below "
             f"min_confidence {_percent(query.min_confidence)}"
         )
+        if answer.inferred_incident_types:
+            reason += (
+                "; the request states no incident-type, read from its text as "
+                + _types(answer.inferred_incident_types)
+            )
+        return reason
     return (
         f"no playbook confident enough: {answer.source} returned none at or above "
         f"min_confidence {_percent(query.min_confidence)} for labels {labels}"
@@ -209,7 +222,9 @@ def decide(
         Alternative(id=c.id, version=c.version, confidence=round(c.confidence, 4))
         for c in rest[:MAX_ALTERNATIVES]
     ]
-    rationale = _rationale(pick, query, weights, note, len(alternatives))
+    rationale = _rationale(
+        pick, query, weights, note, len(alternatives), answer.inferred_incident_types
+    )
     return PlaybookDecision(
         selection=_selection(pick, method, rationale), alternatives=alternatives
     )
