@@ -34,7 +34,9 @@ def playbooks() -> list[Playbook]:
     return load_playbooks([CATALOG])
 
 
-def spec(action: str, kind: str, name: str, description: str, **labels: str) -> RemediationRequestSpec:
+def spec(
+    action: str, kind: str, name: str, description: str, **labels: str
+) -> RemediationRequestSpec:
     return RemediationRequestSpec.model_validate(
         {
             "action": action,
@@ -72,7 +74,10 @@ class CountingEmbedder:
         ("KubeContainerOOMKilled checkout", "pod-oom-killer"),
         ('failed calling webhook "v.io": x509: certificate has expired', "certificate-expiry"),
         ("KubeNodeDiskPressure ip-10-0-0-1 imagefs 93%", "node-pressure"),
-        ("Back-off restarting failed container: panic: required env DB_URL not set", "crashloop-backoff"),
+        (
+            "Back-off restarting failed container: panic: required env DB_URL not set",
+            "crashloop-backoff",
+        ),
         ("lookup db.svc.cluster.local: i/o timeout, coredns SERVFAIL", "dns-failure"),
         ("Cannot evict pod as it would violate the pod's disruption budget", "pdb-blocking-drain"),
     ],
@@ -196,7 +201,11 @@ def test_a_new_playbook_is_never_offered_for_another_kind_of_object(
     )
     scored = next(c for c in below.candidates if c.id == "ingress-tls-secret-replace")
     assert scored.parts is not None
-    assert scored.confidence < 0.65 <= (0.4 * scored.parts.semantic + 0.4 * scored.parts.label_match) / 0.8
+    assert (
+        scored.confidence
+        < 0.65
+        <= (0.4 * scored.parts.semantic + 0.4 * scored.parts.label_match) / 0.8
+    )
     assert "ingress-tls-secret-replace" not in {c.id for c in answer.candidates}
 
 

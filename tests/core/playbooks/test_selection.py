@@ -17,8 +17,8 @@ import pytest
 from precedent.adapters.loader import load_playbooks
 from precedent.core.playbooks import (
     MAX_ALTERNATIVES,
-    SELECTION_MODELS,
     SEED_SELECTION_MODEL,
+    SELECTION_MODELS,
     CatalogAnswer,
     PlaybookQuery,
     ScoredPlaybook,
@@ -33,7 +33,7 @@ from tests.core.playbooks import reference
 UNSTATED_UNKNOWN = SELECTION_MODELS["unstated-unknown"]
 
 
-def CatalogIndex(*args: object, **kwargs: object) -> _CatalogIndex:  # noqa: N802
+def CatalogIndex(*args: object, **kwargs: object) -> _CatalogIndex:
     """The catalog index under the reference's model unless a test names another."""
     kwargs.setdefault("model", UNSTATED_UNKNOWN)
     return _CatalogIndex(*args, **kwargs)  # type: ignore[arg-type]

@@ -119,7 +119,9 @@ def _rationale(
     if alternatives:
         sentence += f"; {alternatives} alternative{'s' if alternatives > 1 else ''} listed"
     if inferred:
-        sentence += f"; the request states no incident-type, read from its text as {_types(inferred)}"
+        sentence += (
+            f"; the request states no incident-type, read from its text as {_types(inferred)}"
+        )
     sentence += "."
     return f"{source_note} {sentence}" if source_note else sentence
 
@@ -168,9 +170,8 @@ def _manual_reason(query: PlaybookQuery, answer: CatalogAnswer) -> str:
             f"min_confidence {_percent(query.min_confidence)}"
         )
         if answer.inferred_incident_types:
-            reason += (
-                "; the request states no incident-type, read from its text as "
-                + _types(answer.inferred_incident_types)
+            reason += "; the request states no incident-type, read from its text as " + _types(
+                answer.inferred_incident_types
             )
         return reason
     return (

@@ -87,9 +87,7 @@ SELECTION_MODELS: Mapping[str, SelectionModel] = {
             embed_actions=True,
         ),
         SelectionModel("action-selective", LabelRule(action=True, selective=True, unstated=False)),
-        SelectionModel(
-            "unstated-unknown", LabelRule(action=True, selective=True, unstated=True)
-        ),
+        SelectionModel("unstated-unknown", LabelRule(action=True, selective=True, unstated=True)),
         SelectionModel(
             "profile", LabelRule(action=True, selective=True, unstated=True), profile=True
         ),

@@ -59,7 +59,9 @@ class SelectionConcept:
     incident_types: tuple[str, ...] = ()
 
 
-def _c(name: str, sort: str, phrases: tuple[str, ...], types: tuple[str, ...] = ()) -> SelectionConcept:
+def _c(
+    name: str, sort: str, phrases: tuple[str, ...], types: tuple[str, ...] = ()
+) -> SelectionConcept:
     pattern = re.compile("|".join(f"(?:{p})" for p in phrases))
     return SelectionConcept(name, sort, pattern, types)
 
@@ -111,7 +113,11 @@ SELECTION_CONCEPTS: tuple[SelectionConcept, ...] = (
     _c(
         "flag-change",
         FAILURE,
-        (r"feature\s+flags?|\bflags?\b", r"\d+\s*%\s+of\s+(?:users|traffic|requests)", r"dark\s+launch"),
+        (
+            r"feature\s+flags?|\bflags?\b",
+            r"\d+\s*%\s+of\s+(?:users|traffic|requests)",
+            r"dark\s+launch",
+        ),
         ("config-change",),
     ),
     _c(
@@ -391,9 +397,23 @@ SELECTION_CONCEPTS: tuple[SelectionConcept, ...] = (
         ("storage-pressure",),
     ),
     # -- objects -------------------------------------------------------------------------------
-    _c("certificate", OBJECT, (r"certificat\w*|\bcerts?\b|\btls\b|\bssl\b|\bx509\b|\bpem\b|\bca\b|cabundle|ca\s+bundle|trust\s*bundle",)),
-    _c("credential", OBJECT, (r"passwords?|credentials?|\btokens?\b|api\s+keys?|\bkeys?\b(?!\s+match)",)),
-    _c("database", OBJECT, (r"database|\bdb\b|postgres\w*|\bpg\b|mysql|mongo\w*|\bsql\b|patroni|cloudnativepg",)),
+    _c(
+        "certificate",
+        OBJECT,
+        (
+            r"certificat\w*|\bcerts?\b|\btls\b|\bssl\b|\bx509\b|\bpem\b|\bca\b|cabundle|ca\s+bundle|trust\s*bundle",
+        ),
+    ),
+    _c(
+        "credential",
+        OBJECT,
+        (r"passwords?|credentials?|\btokens?\b|api\s+keys?|\bkeys?\b(?!\s+match)",),
+    ),
+    _c(
+        "database",
+        OBJECT,
+        (r"database|\bdb\b|postgres\w*|\bpg\b|mysql|mongo\w*|\bsql\b|patroni|cloudnativepg",),
+    ),
     _c("redis", OBJECT, (r"redis|sentinel",)),
     _c("kafka", OBJECT, (r"kafka|\bbrokers?\b|consumer\s*groups?|\btopics?\b|partitions?",)),
     _c("node", OBJECT, (r"\bnodes?\b|kubelet|\bhosts?\b",)),
@@ -405,27 +425,89 @@ SELECTION_CONCEPTS: tuple[SelectionConcept, ...] = (
     _c("firewall", OBJECT, (r"\bnsg\b|security\s+groups?|firewall\w*",)),
     _c("ingress", OBJECT, (r"\bingress\b|\broutes?\b|\bsni\b",)),
     _c("autoscaler", OBJECT, (r"\bhpas?\b|autoscal\w*|\bkeda\b|scaledobject",)),
-    _c("config", OBJECT, (r"configmaps?|\bconfig\b|\benv\b|environment\s+variables?|feature\s+flags?|\bflags?\b",)),
+    _c(
+        "config",
+        OBJECT,
+        (r"configmaps?|\bconfig\b|\benv\b|environment\s+variables?|feature\s+flags?|\bflags?\b",),
+    ),
     _c("webhook", OBJECT, (r"webhook\w*|admission",)),
     _c("image", OBJECT, (r"\bimages?\b|registry|\btag\b",)),
-    _c("gitops", OBJECT, (r"git\s*ops|argo\s*cd|\bflux\b|helm\s*release|env\s+repo|fleet\s+repo|self\s+heal|auto\s+sync|\bsync\w*",)),
-    _c("progressive", OBJECT, (r"argo\s+rollouts?|\brollout\s+abort|canary|blue\s*green|analysis\s*run|stable\s+replica\s*set|preview",)),
-    _c("iam", OBJECT, (r"\biam\b|\birsa\b|trust\s+polic\w*|role\s*binding|workload\s+identity|federated|access\s*denied",)),
+    _c(
+        "gitops",
+        OBJECT,
+        (
+            r"git\s*ops|argo\s*cd|\bflux\b|helm\s*release|env\s+repo|fleet\s+repo|self\s+heal|auto\s+sync|\bsync\w*",
+        ),
+    ),
+    _c(
+        "progressive",
+        OBJECT,
+        (
+            r"argo\s+rollouts?|\brollout\s+abort|canary|blue\s*green|analysis\s*run|stable\s+replica\s*set|preview",
+        ),
+    ),
+    _c(
+        "iam",
+        OBJECT,
+        (
+            r"\biam\b|\birsa\b|trust\s+polic\w*|role\s*binding|workload\s+identity|federated|access\s*denied",
+        ),
+    ),
     _c("statefulset", OBJECT, (r"stateful\s*sets?|\bsts\b",)),
     _c("migration", OBJECT, (r"migrat\w*|schema|\block\w*\b",)),
     # -- changes -------------------------------------------------------------------------------
-    _c("rollback", CHANGE, (r"roll\w*\s*back|rollback|revert\w*|\bundo\w*|previous\s+(?:image|version|revision|build)|go\s+back|put\w*(?:\s+\w+){0,3}\s+back",)),
-    _c("restart", CHANGE, (r"restart\w*|\bbounc\w*|recycl\w*|\broll\s+(?:the\s+)?pods|\bkick\w*|\breboot\w*",)),
-    _c("drain", CHANGE, (r"\bdrain\w*|cordon\w*|evacuat\w*|move\s+(?:the\s+)?workloads?\s+off|\bmaintenance\b",)),
+    _c(
+        "rollback",
+        CHANGE,
+        (
+            r"roll\w*\s*back|rollback|revert\w*|\bundo\w*|previous\s+(?:image|version|revision|build)|go\s+back|put\w*(?:\s+\w+){0,3}\s+back",
+        ),
+    ),
+    _c(
+        "restart",
+        CHANGE,
+        (r"restart\w*|\bbounc\w*|recycl\w*|\broll\s+(?:the\s+)?pods|\bkick\w*|\breboot\w*",),
+    ),
+    _c(
+        "drain",
+        CHANGE,
+        (r"\bdrain\w*|cordon\w*|evacuat\w*|move\s+(?:the\s+)?workloads?\s+off|\bmaintenance\b",),
+    ),
     _c("rotate", CHANGE, (r"rotat\w*|\brenew\w*|\breissu\w*|\bissue\s+a\s+new",)),
-    _c("scale-down", CHANGE, (r"scal\w*\s+(?:down|in)\b|fewer|\bdrop\s+to\b|\bcut\s+(?:it\s+)?to\b|reduc\w*",)),
-    _c("scale-up", CHANGE, (r"scal\w*\s+(?:up|out)\b|more\s+(?:pods|replicas|consumers|nodes)|resiz\w*|bigger|\bfrom\s+\d+\s+to\s+\d+\b",)),
+    _c(
+        "scale-down",
+        CHANGE,
+        (r"scal\w*\s+(?:down|in)\b|fewer|\bdrop\s+to\b|\bcut\s+(?:it\s+)?to\b|reduc\w*",),
+    ),
+    _c(
+        "scale-up",
+        CHANGE,
+        (
+            r"scal\w*\s+(?:up|out)\b|more\s+(?:pods|replicas|consumers|nodes)|resiz\w*|bigger|\bfrom\s+\d+\s+to\s+\d+\b",
+        ),
+    ),
     _c("delete", CHANGE, (r"delet\w*|decommission\w*|\bremov\w*|\bdrop\s+(?:the\s+)?old",)),
     _c("expand", CHANGE, (r"expan\w*|\bgrow\w*|\benlarg\w*",)),
     _c("failover", CHANGE, (r"fail\s*over|switch\s*over|promot\w*",)),
-    _c("memory-limit", CHANGE, (r"memory\s+limits?|more\s+memory|\bmem\b|\bbump\s+mem\w*|resources?\s+limits?",)),
-    _c("diagnose", CHANGE, (r"read\s*only|chang\w*\s+nothing|no\s+changes|(?:collect|gather|captur)\w*(?:\s+\w+){0,3}\s+(?:logs|events|metrics|diagnostics)|for\s+the\s+(?:postmortem|support\s+case|ticket)",)),
-    _c("abort", CHANGE, (r"\babort\w*|\bstop\s+it\b|all\s+traffic|send\s+(?:all|every\w*)(?:\s+\w+){0,2}\s+to\s+(?:the\s+)?stable",)),
+    _c(
+        "memory-limit",
+        CHANGE,
+        (r"memory\s+limits?|more\s+memory|\bmem\b|\bbump\s+mem\w*|resources?\s+limits?",),
+    ),
+    _c(
+        "diagnose",
+        CHANGE,
+        (
+            r"read\s*only|chang\w*\s+nothing|no\s+changes|(?:collect|gather|captur)\w*(?:\s+\w+){0,3}\s+(?:logs|events|metrics|diagnostics)|for\s+the\s+(?:postmortem|support\s+case|ticket)",
+        ),
+    ),
+    _c(
+        "abort",
+        CHANGE,
+        (
+            r"\babort\w*|\bstop\s+it\b|all\s+traffic|send\s+(?:all|every\w*)(?:\s+\w+){0,2}\s+to\s+(?:the\s+)?stable",
+        ),
+    ),
 )
 """Every selection concept, failures first."""
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from typing import cast
 
 import numpy as np
 
@@ -199,8 +200,6 @@ class ConceptTable:
         rows = self._objects[:n]
         if not request.objects.any():
             return np.ones(n, dtype=bool)
-        shared = (rows & request.objects).any(axis=1)
-        names_none = ~rows.any(axis=1)
-        out: BoolArray = shared | names_none
-        return out
-
+        shared = np.any(rows & request.objects, axis=1)
+        names_none = np.logical_not(np.any(rows, axis=1))
+        return cast(BoolArray, np.logical_or(shared, names_none))
