@@ -347,6 +347,12 @@ class Playbook(WireModel):
         default_factory=dict, description="Labels it is meant for: key → accepted values."
     )
     steps: list[PlaybookStep] = Field(default_factory=list, max_length=64, description="Steps.")
+    examples: list[Annotated[str, Field(min_length=1, max_length=512)]] = Field(
+        default_factory=list,
+        max_length=32,
+        description="Requests it served, one line each (alert text, ticket summary): read by "
+        "the selection's semantic part with the description and the steps.",
+    )
     history: PlaybookHistory = Field(default_factory=PlaybookHistory, description="Counts.")
 
     @field_validator("labels", mode="before")

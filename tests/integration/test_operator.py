@@ -22,8 +22,10 @@ SEED = {
 }
 PLAYBOOKS = {
     "restart-payment-api": "service-degradation-rolling-restart",
+    "modify-nsg-east": "nsg-rule-change-with-probe-check",
     "scale-down-aks-prod": "node-pool-scale-down-guarded",
     "update-config-sql-prod": "azure-sql-server-parameter-change",
+    "scale-up-web-tier-01": "vm-resize-drained",
 }
 
 

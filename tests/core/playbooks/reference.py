@@ -19,6 +19,9 @@ from precedent.core.vocabulary import concepts
 from precedent.models import Playbook
 
 TOLERANCE = 1e-9
+_REFINED = ("default", "unstated-unknown")
+"""Rule names of the refined label rule (``unstated-unknown`` is the default before the
+profile and the selection vocabulary; the reference knows neither)."""
 
 
 def label_score(accepted: Mapping[str, Collection[str]], key: str, value: str) -> float:
@@ -50,7 +53,7 @@ def accepted_labels(playbook: Playbook, rule: str = "seed") -> dict[str, set[str
     out: dict[str, set[str]] = {}
     for key, values in playbook.labels.items():
         out.setdefault(key.lower().rsplit("/", 1)[-1], set()).update(v.lower() for v in values)
-    if rule == "default" and "action" not in out and playbook.actions:
+    if rule in _REFINED and "action" not in out and playbook.actions:
         names = set(playbook.actions)
         names |= {c.lstrip("~") for a in playbook.actions for c in concepts(a.replace("_", " "))}
         out["action"] = names
@@ -60,7 +63,7 @@ def accepted_labels(playbook: Playbook, rule: str = "seed") -> dict[str, set[str
 def request_labels(query: PlaybookQuery, rule: str = "seed") -> list[tuple[str, str]]:
     """The labels scored: the request's own, plus its action under the default rule."""
     labels = list(query.labels)
-    if rule == "default" and query.action and all(k != "action" for k, _ in labels):
+    if rule in _REFINED and query.action and all(k != "action" for k, _ in labels):
         labels.append(("action", query.action))
     return labels
 
@@ -110,7 +113,7 @@ def score(
     # Default rule: a request that does not state its incident type leaves a playbook pinned
     # to one unconfirmed — one more label, score ½, weight 1.
     if (
-        rule == "default"
+        rule in _REFINED
         and "incident-type" in accepted
         and all(k != "incident-type" for k, _ in asked)
     ):

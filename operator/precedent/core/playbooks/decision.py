@@ -5,8 +5,10 @@ always listed when they are relevant: a **new** playbook (no executions) qualifi
 ``min_confidence`` when it contradicts none of the request's labels, either pins the request's
 ``incident-type`` (it was written for this kind of incident) or has an evidence part —
 semantic and label parts re-weighted to sum to 1 — that reaches ``min_confidence``, and no
-established playbook that also fits the labels scored higher and was turned away: a new
-playbook is a best guess where nothing proven fits, never a way around a proven one. Its
+established playbook that also fits the labels scored higher and was turned away, and (under a
+model that reads objects) it is written for the kind of object the request touches — a TLS
+Secret procedure is never offered for a database password: a new playbook is a best guess
+where nothing proven fits, never a way around a proven one. Its
 reported confidence is the full formula, low until it has run, and the rationale says when a
 pick is below ``min_confidence``.
 
@@ -61,12 +63,14 @@ def qualifying(
     new: BoolArray,
     contradicts: BoolArray,
     targets_incident: BoolArray,
+    same_object: BoolArray | None = None,
 ) -> BoolArray:
     """Which playbooks are listed (the module doc's rule), one entry per catalog row.
 
     ``evidence`` is :func:`~precedent.core.playbooks.confidence.evidence`; ``active`` marks
     rows holding a playbook; ``contradicts`` and ``targets_incident`` come from the label
-    table.
+    table; ``same_object`` (when the model reads objects) marks rows written for the kind of
+    object the request touches: a new playbook for another kind is never offered.
     """
     threshold = min_confidence - SCORE_TOLERANCE
     fits = active & ~contradicts
@@ -75,6 +79,11 @@ def qualifying(
     relevant = targets_incident | (evidence >= threshold)
     new_ok = new & fits & relevant & (confidence >= bar - SCORE_TOLERANCE)
     listed: BoolArray = active & ((confidence >= threshold) | new_ok)
+    if same_object is not None:
+        # The model that reads objects also reads labels as the seed's filters: a playbook
+        # that pins a stated label to another value is not listed, however well it scores.
+        listed &= ~contradicts
+        listed &= ~(new & ~same_object & (confidence < threshold))
     return listed
 
 
@@ -102,6 +111,7 @@ def _rationale(
     weights: ConfidenceWeights,
     source_note: str | None,
     alternatives: int,
+    inferred: tuple[str, ...] = (),
 ) -> str:
     below = pick.is_new and pick.confidence < query.min_confidence
     shown, limit = (
@@ -124,6 +134,10 @@ def _rationale(
             )
     if alternatives:
         sentence += f"; {alternatives} alternative{'s' if alternatives > 1 else ''} listed"
+    if inferred:
+        sentence += (
+            f"; the request states no incident-type, read from its text as {_types(inferred)}"
+        )
     sentence += "."
     return f"{source_note} {sentence}" if source_note else sentence
 
@@ -149,6 +163,10 @@ def _suggestions(query: PlaybookQuery, answer: CatalogAnswer | None) -> list[str
     return steps
 
 
+def _types(inferred: tuple[str, ...]) -> str:
+    return " or ".join(inferred[:3])
+
+
 def _manual_reason(query: PlaybookQuery, answer: CatalogAnswer) -> str:
     labels = ", ".join(f"{k}={v}" for k, v in query.labels) or "none"
     if answer.catalog_size == 0:
@@ -162,12 +180,17 @@ def _manual_reason(query: PlaybookQuery, answer: CatalogAnswer) -> str:
     if near is not None and near.parts is not None:
         p = near.parts
         shown, limit = _below(near.confidence, query.min_confidence)
-        return (
+        reason = (
             f"no playbook confident enough: the best, {near.id} {near.version}, scored "
             f"{shown} (semantic {_percent(p.semantic)}, label match "
             f"{_percent(p.label_match)}, historical {_percent(p.historical)}), below "
             f"min_confidence {limit}"
         )
+        if answer.inferred_incident_types:
+            reason += "; the request states no incident-type, read from its text as " + _types(
+                answer.inferred_incident_types
+            )
+        return reason
     return (
         f"no playbook confident enough: {answer.source} returned none at or above "
         f"min_confidence {_percent(query.min_confidence)} for labels {labels}"
@@ -217,7 +240,9 @@ def decide(
         Alternative(id=c.id, version=c.version, confidence=round(c.confidence, 4))
         for c in rest[:MAX_ALTERNATIVES]
     ]
-    rationale = _rationale(pick, query, weights, note, len(alternatives))
+    rationale = _rationale(
+        pick, query, weights, note, len(alternatives), answer.inferred_incident_types
+    )
     return PlaybookDecision(
         selection=_selection(pick, method, rationale), alternatives=alternatives
     )

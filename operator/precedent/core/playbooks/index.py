@@ -27,14 +27,24 @@ from precedent.core.playbooks.confidence import (
     historical_success,
 )
 from precedent.core.playbooks.decision import qualifying
-from precedent.core.playbooks.labels import LabelTable, playbook_labels
+from precedent.core.playbooks.labels import INCIDENT_TYPE, LabelTable, playbook_labels
 from precedent.core.playbooks.model import DEFAULT_SELECTION_MODEL, SelectionModel, playbook_text
+from precedent.core.playbooks.phrases import inferred_incident_types
+from precedent.core.playbooks.profile import (
+    ConceptTable,
+    profile_calibration_for,
+    request_concepts,
+)
 from precedent.core.playbooks.query import CatalogAnswer, PlaybookQuery, ScoredPlaybook
 from precedent.core.ports import Embedder
 from precedent.core.semantic import SemanticCalibration, playbook_calibration_for
 from precedent.models import Playbook
 
-__all__ = ["CatalogIndex"]
+__all__ = ["CONCEPT_WEIGHT", "CatalogIndex"]
+
+CONCEPT_WEIGHT = 0.3
+"""Weight of the concept similarity beside the embedder's cosine, before calibration: the
+semantic part's cosine is ``(embedder cosine + 0.3 × concept similarity) / 1.3``."""
 
 
 class CatalogIndex:
@@ -59,7 +69,11 @@ class CatalogIndex:
         self.embedder: Embedder = embedder or LexicalEmbedder()
         # Raw cosines of a long request against a one-line description sit low; calibrate them
         # onto 0–1 like incident similarity so that the 0.4 semantic weight can count.
-        self.calibration = calibration or playbook_calibration_for(self.embedder.name)
+        self.calibration = calibration or (
+            profile_calibration_for(self.embedder.name)
+            if model.profile
+            else playbook_calibration_for(self.embedder.name)
+        )
         self.weights = weights or ConfidenceWeights()
         self.prior = prior or SuccessPrior()
         self.name = name
@@ -69,6 +83,7 @@ class CatalogIndex:
         self._rows: dict[str, int] = {}
         self._items: list[Playbook | None] = []
         self._labels = LabelTable()
+        self._concepts = ConceptTable()
         # Transposed (dim × rows): a sparse query reads only its non-zero dimensions' rows.
         self._vectors_t: FloatMatrix = np.zeros((self.embedder.dimension, 0), dtype=np.float32)
         self._active: BoolArray = np.zeros(0, dtype=bool)
@@ -91,11 +106,13 @@ class CatalogIndex:
         self._history = resized(self._history, capacity)
         self._new = resized(self._new, capacity)
         self._labels.grow(capacity)
+        self._concepts.grow(capacity)
         self._items.extend([None] * (capacity - self._capacity))
         self._capacity = capacity
 
     def _clear_row(self, row: int) -> None:
         self._labels.clear(row)
+        self._concepts.clear(row)
         self._items[row] = None
         self._active[row] = False
 
@@ -112,6 +129,8 @@ class CatalogIndex:
             self._rows[playbook.id] = row
         history = playbook.history
         self._labels.set(row, playbook_labels(playbook, actions=self.model.labels.action))
+        if self.model.concepts:
+            self._concepts.set(row, playbook)
         self._items[row] = playbook
         self._vectors_t[:, row] = vector
         self._history[row] = historical_success(
@@ -146,16 +165,19 @@ class CatalogIndex:
 
     # -- scoring --------------------------------------------------------------------------
 
-    def _semantic(self, query: npt.NDArray[np.float32], n: int) -> F64Array:
-        # Cosine with every row, calibrated and clipped to 0–1. A lexical query has a few
-        # hundred non-zero dimensions: gathering those rows reads ~1% of the matrix.
+    def _cosines(self, query: npt.NDArray[np.float32], n: int) -> F64Array:
+        # Cosine with every row. A lexical query has a few hundred non-zero dimensions:
+        # gathering those rows reads ~1% of the matrix.
         nonzero = np.flatnonzero(query)
         if nonzero.size * 4 < query.size:
             raw = query[nonzero] @ self._vectors_t[nonzero, :n]
         else:
             raw = query @ self._vectors_t[:, :n]
+        return cast(F64Array, raw.astype(np.float64))
+
+    def _calibrated(self, raw: F64Array) -> F64Array:
         floor, ceiling = self.calibration.floor, self.calibration.ceiling
-        calibrated = (raw.astype(np.float64) - floor) / (ceiling - floor)
+        calibrated = (raw - floor) / (ceiling - floor)
         # float32 sums differ in the last bits with the order of terms; 6 places is plenty.
         return cast(F64Array, np.round(np.clip(calibrated, 0.0, 1.0), 6))
 
@@ -200,12 +222,27 @@ class CatalogIndex:
         n = self._high
         if not self._rows:
             return CatalogAnswer((), 0, self.name, catalog_size=0, consistent=0)
-        semantic = self._semantic(self.embedder.embed([query.text])[0], n)
+        active = self._active[:n]
+        raw = self._cosines(self.embedder.embed([query.text])[0], n)
+        inferred: tuple[str, ...] = ()
+        same_object = None
+        if self.model.concepts:
+            concepts = request_concepts(query.text, query.kind)
+            similarity = self._concepts.similarity(concepts, active)
+            raw = (raw + CONCEPT_WEIGHT * similarity) / (1.0 + CONCEPT_WEIGHT)
+            same_object = self._concepts.same_object(concepts, n)
+            if all(k != INCIDENT_TYPE for k, _ in query.labels):
+                inferred = inferred_incident_types(concepts.found)
+        semantic = self._calibrated(raw)
         labels = self._labels.score(
-            query.labels, n, action=query.action, rule=self.model.labels, size=len(self._rows)
+            query.labels,
+            n,
+            action=query.action,
+            rule=self.model.labels,
+            size=len(self._rows),
+            inferred=inferred,
         )
         confidence = combine(semantic, labels.match, self._history[:n], self.weights)
-        active = self._active[:n]
         listed = qualifying(
             query.min_confidence,
             confidence,
@@ -214,6 +251,7 @@ class CatalogIndex:
             new=self._new[:n],
             contradicts=labels.contradicts,
             targets_incident=labels.targets_incident,
+            same_object=same_object,
         )
         rows = np.flatnonzero(listed)
         chosen = self._best(rows, confidence, query.max_results)
@@ -227,4 +265,5 @@ class CatalogIndex:
             best_below=self._scored(below[0], semantic, labels.match, confidence)
             if below
             else None,
+            inferred_incident_types=inferred,
         )

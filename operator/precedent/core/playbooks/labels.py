@@ -97,6 +97,9 @@ class LabelRule:
     unstated: bool = True
     """A request that does not state its ``incident-type`` leaves that label of a playbook
     pinned to one unknown: it adds a term ½ of weight 1 for such playbooks."""
+    infer: bool = False
+    """That term counts 1 for a playbook written for an incident type read from the request's
+    text (``inferred``), and an action no playbook lists is left out rather than a mismatch."""
 
 
 SEED_LABEL_RULE = LabelRule(action=False, selective=False, unstated=False)
@@ -235,10 +238,13 @@ class LabelTable:
         action: str | None = None,
         rule: LabelRule = SEED_LABEL_RULE,
         size: int | None = None,
+        inferred: Sequence[str] = (),
     ) -> LabelScores:
         """The request's normalised ``labels`` (and its ``action`` value, when the rule counts
         it) against rows ``0..n-1``. ``size`` is how many playbooks the rows hold (the
-        selectivity's denominator; default ``n``); rows not holding one pin nothing."""
+        selectivity's denominator; default ``n``); rows not holding one pin nothing.
+        ``inferred``: incident types read from the request's text when it states none (the
+        unstated-incident term then counts 1 for a row written for one of them)."""
         items = list(labels)
         if rule.action and action is not None and all(k != ACTION for k, _ in items):
             items.append((ACTION, action))
@@ -259,6 +265,10 @@ class LabelTable:
                     mask = self._accepts.get((key, accepted))
                     if mask is not None:
                         accepts |= mask[:n]
+            if key == ACTION and rule.infer and not accepts.any():
+                # An action no playbook lists (``increase_memory``) tells no playbook apart:
+                # it is left out rather than counted against every playbook that lists any.
+                continue
             # Rows not in use pin nothing, so the count is over the catalog's playbooks.
             weight = 1.0 - int(accepts.sum()) / size if rule.selective else 1.0
             if pinned is None:
@@ -278,8 +288,17 @@ class LabelTable:
             # be confirmed, so its label part is pulled towards ½ by one full label's weight.
             written_for = self._pinned.get(INCIDENT_TYPE)
             if written_for is not None:
-                unknown = written_for[:n].astype(float)
-                total += unknown * LABEL_UNPINNED
-                per_row += unknown
+                pinned = written_for[:n]
+                # An incident type read from the text confirms the rows written for it; it
+                # never contradicts the others (a reading can be wrong): they stay unknown.
+                fits = np.zeros(n, dtype=bool)
+                for value in inferred:
+                    mask = self._accepts.get((INCIDENT_TYPE, normalize_label_value(value)))
+                    if mask is not None:
+                        fits |= mask[:n]
+                fits &= pinned
+                total += np.where(fits, LABEL_MATCH, np.where(pinned, LABEL_UNPINNED, 0.0))
+                per_row += pinned.astype(float)
+                targets |= fits
         score = np.divide(total, per_row, out=np.full(n, NO_LABELS), where=per_row > 0)
         return LabelScores(score, contradicts, targets)

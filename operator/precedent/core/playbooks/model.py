@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from precedent.core.playbooks.labels import LabelRule
+from precedent.core.playbooks.profile import profile_text
 from precedent.models import Playbook
 
 __all__ = [
@@ -27,7 +28,14 @@ __all__ = [
 ]
 
 SelectionModelName = Literal[
-    "seed", "action-label", "selective", "embedded-actions", "action-selective", "default"
+    "seed",
+    "action-label",
+    "selective",
+    "embedded-actions",
+    "action-selective",
+    "unstated-unknown",
+    "profile",
+    "default",
 ]
 
 
@@ -41,11 +49,21 @@ class SelectionModel:
     """What the label part counts."""
     embed_actions: bool = False
     """Embed a playbook's actions in words before its description (else the description)."""
+    profile: bool = False
+    """Embed a playbook's whole profile (description, id, actions, incident types, steps,
+    served requests: :func:`~precedent.core.playbooks.profile.profile_text`)."""
+    concepts: bool = False
+    """Score the selection concepts too (:mod:`precedent.core.playbooks.phrases`): the
+    semantic part is the better of the embedder's cosine and the concept similarity; an
+    unstated incident type is inferred from the text; a new playbook is offered only for
+    the request's kind of object."""
 
 
 def playbook_text(playbook: Playbook, model: SelectionModel) -> str:
     """What is embedded for a playbook: its description, after its actions in words when the
     model says so (the request side always starts with its action in words)."""
+    if model.profile:
+        return profile_text(playbook)
     if not model.embed_actions or not playbook.actions:
         return playbook.description
     actions = ", ".join(a.replace("_", " ") for a in playbook.actions)
@@ -69,7 +87,16 @@ SELECTION_MODELS: Mapping[str, SelectionModel] = {
             embed_actions=True,
         ),
         SelectionModel("action-selective", LabelRule(action=True, selective=True, unstated=False)),
-        SelectionModel("default", LabelRule(action=True, selective=True, unstated=True)),
+        SelectionModel("unstated-unknown", LabelRule(action=True, selective=True, unstated=True)),
+        SelectionModel(
+            "profile", LabelRule(action=True, selective=True, unstated=True), profile=True
+        ),
+        SelectionModel(
+            "default",
+            LabelRule(action=True, selective=True, unstated=True, infer=True),
+            profile=True,
+            concepts=True,
+        ),
     )
 }
 """Every model by name, seed first."""

@@ -65,6 +65,9 @@ class PlaybookQuery:
     action: str | None = None
     """The request's action as a label value (its concept, e.g. ``scale-down``), which the
     default label rule counts as an implicit ``action`` label; None when not known."""
+    kind: str = ""
+    """The target's kind (``Node``, ``Certificate``…), which names what the change touches;
+    empty when not known (the Context API is asked with a description only)."""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.min_confidence <= 1.0:
@@ -84,6 +87,7 @@ class PlaybookQuery:
         max_results: int = DEFAULT_MAX_RESULTS,
         subject: str = "",
         action: str | None = None,
+        kind: str = "",
     ) -> PlaybookQuery:
         """Normalise labels (keys without prefix, lower case, sorted); a key twice is an error.
 
@@ -104,6 +108,7 @@ class PlaybookQuery:
             max_results=max_results,
             subject=subject,
             action=action_label(action) if action else None,
+            kind=kind.strip(),
         )
 
     @classmethod
@@ -130,6 +135,7 @@ class PlaybookQuery:
             max_results=max_results,
             subject=subject,
             action=spec.action,
+            kind=target.kind,
         )
 
     @property
@@ -141,7 +147,14 @@ class PlaybookQuery:
         """The normalised query: whitespace-collapsed lower-case text, labels, parameters."""
         text = " ".join(self.text.lower().split())
         return json.dumps(
-            [text, self.labels, self.action, round(self.min_confidence, 6), self.max_results],
+            [
+                text,
+                self.labels,
+                self.action,
+                self.kind.lower(),
+                round(self.min_confidence, 6),
+                self.max_results,
+            ],
             separators=(",", ":"),
         )
 
@@ -185,6 +198,8 @@ class CatalogAnswer:
     """Playbooks that contradict none of the request's labels (in-process only)."""
     best_below: ScoredPlaybook | None = None
     """The best playbook that did not qualify (in-process only)."""
+    inferred_incident_types: tuple[str, ...] = ()
+    """Incident types read from the request's text when it states none (in-process only)."""
 
 
 class PlaybookCatalog(Protocol):
