@@ -49,4 +49,4 @@ HEALTHCHECK --interval=20s --timeout=5s CMD ["python", "-c", "import urllib.requ
 ENTRYPOINT ["kopf"]
 # The same arguments as manifests/deployment.yaml: two replicas meet in the `precedent` peering
 # object (crds/clusterkopfpeerings.yaml and manifests/peering.yaml), one active at a time.
-CMD ["run", "-m", "precedent.handlers", "--all-namespaces", "--peering=precedent", "--liveness=http://0.0.0.0:8080/healthz"]
+CMD ["run", "-m", "precedent.handlers", "--namespace=*", "--peering=precedent", "--liveness=http://0.0.0.0:8080/healthz"]

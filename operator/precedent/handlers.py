@@ -124,6 +124,11 @@ async def configure(
         else secrets.randbelow(2**31 - 1)
     )
     settings.peering.lifetime = config.peering_lifetime_seconds
+    # The replicas meet in the cluster-scoped ClusterKopfPeering object whatever the namespace
+    # flags: the Deployment runs with --namespace=* (one watch stream per namespace, so that a
+    # flood of requests in one namespace does not queue another namespace's request behind
+    # it in a single stream), which kopf would otherwise pair with a KopfPeering per namespace.
+    settings.peering.clusterwide = True
     settings.persistence.progress_storage = kopf.StatusProgressStorage(field="status.kopf.progress")
     settings.persistence.diffbase_storage = kopf.StatusDiffBaseStorage(
         field="status.kopf.last-handled-configuration"

@@ -103,6 +103,9 @@ def sandbox_process(workdir: Path, log: Path | None = None) -> Iterator[SandboxP
         _stop(process)
 
 
+SOLO = ("--all-namespaces", "--standalone")
+
+
 @contextmanager
 def operator_process(
     kubeconfig: Path, log: Path, *, peering: str | None = None, **settings: str
@@ -121,7 +124,8 @@ def operator_process(
     command = [sys.executable, "-m", "kopf", "run", "-m", "precedent.handlers"]
     with log.open("ab") as sink:
         process = subprocess.Popen(
-            [*command, "--all-namespaces", f"--peering={peering}" if peering else "--standalone"],
+            # Peers run with the Deployment's flags (a stream per namespace, cluster peering).
+            [*command, *(("--namespace=*", f"--peering={peering}") if peering else SOLO)],
             env=env,
             stdout=sink,
             stderr=subprocess.STDOUT,
