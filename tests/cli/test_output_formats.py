@@ -56,7 +56,7 @@ COMMANDS = {
     "catalog query": [
         "catalog",
         "query",
-        "pod memory pressure",
+        "pods OOMKilled after the memory limit was lowered",
         "-l",
         "incident-type:pod-oom-killer",
     ],
