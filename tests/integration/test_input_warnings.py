@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import eventually
 from tests.integration.conftest import Cluster, condition
 
 pytestmark = pytest.mark.integration
@@ -35,7 +36,13 @@ def test_typos_are_a_condition_a_status_field_and_events(cluster: Cluster) -> No
     with cluster.operator():
         answered = cluster.wait_ready("typo")
         plain = cluster.wait_ready("clean")
-        reasons = {e["reason"]: e for e in cluster.events_for("typo") if e["type"] == "Warning"}
+
+        def warnings_posted() -> dict[str, Any] | None:
+            # kopf posts Events in the background: wait until both have landed.
+            got = {e["reason"]: e for e in cluster.events_for("typo") if e["type"] == "Warning"}
+            return got if {"UnknownAction", "UnknownLabelKey"} <= got.keys() else None
+
+        reasons = dict(eventually(warnings_posted, timeout=30))
 
     warnings = answered["status"]["warnings"]
     assert [w["reason"] for w in warnings] == ["UnknownAction", "UnknownLabelKey"]
