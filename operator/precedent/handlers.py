@@ -235,8 +235,12 @@ async def close(memo: kopf.Memo, **_: Any) -> None:
     task: asyncio.Task[None] | None = getattr(memo, "resync_task", None)
     if task is not None:
         task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
+        try:
             await task
+        except asyncio.CancelledError:
+            pass
+        except Exception:  # whatever ended the resync, shutting down goes on (no retry loop)
+            logging.getLogger(__name__).exception("the resync task ended with an error")
     service: AssessmentService | None = getattr(memo, "service", None)
     api: KubeApi | None = getattr(memo, "kube_api", None)
     try:
@@ -887,14 +891,22 @@ async def _answer_again(
         except PrecedentError as exc:  # changed meanwhile: its own handler answers it
             logger.warning("request %s/%s not answered again: %s", meta.namespace, meta.name, exc)
             continue
-        _post_notes(body, update, await _post_decision(body, update, memo))
+        posted = await _post_decision(body, update, memo)
         context = (update.patch().get("context") or {}).get("facts")
-        kopf.event(
-            body,
-            type="Normal",
-            reason="ContextChanged",
-            message=f"the facts about the target changed (now: {context}); answered again",
-        )
+        # Outside a handler (this runs in the resync task) kopf's own Event queue may not be
+        # reachable: the answer stands, the extra Events are then only logged.
+        try:
+            _post_notes(body, update, posted)
+            kopf.event(
+                body,
+                type="Normal",
+                reason="ContextChanged",
+                message=f"the facts about the target changed (now: {context}); answered again",
+            )
+        except LookupError:
+            logger.info(
+                "request %s/%s answered again (facts now: %s)", meta.namespace, meta.name, context
+            )
 
 
 # -- the dependency graph (issue 15) ------------------------------------------------------------
