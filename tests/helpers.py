@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from precedent.adapters.catalog_local import LocalPlaybookCatalog
-from precedent.core.historical import RiskModelName, SimilarityMode
+from precedent.core.historical import RiskModelName, SimilarityMode, risk_model_named
 from precedent.core.policy import PolicyEngine
 from precedent.core.ports import SemanticNeighbours
 from precedent.core.snapshot import History
@@ -47,7 +47,7 @@ def scorer(
         selector=None,
         catalog=LocalPlaybookCatalog(),
         policy=policy or PolicyEngine(),
-        config=AssessmentSettings(mode=mode, risk_model=risk_model),
+        config=AssessmentSettings(risk_model=risk_model_named(risk_model), mode=mode),
     )
     return HistoryScorer(service)
 

@@ -65,9 +65,9 @@ def junit_report(
             failure = ET.SubElement(
                 case, "failure", message=printable(summary), type=f"fail-on-{fail_on}"
             )
-            failure.text = printable(a.risk.reasoning)
+            failure.text = printable(a.risk.reasoning.text)
         out = ET.SubElement(case, "system-out")
-        out.text = printable(f"{summary}. {a.risk.reasoning}")
+        out.text = printable(f"{summary}. {a.risk.reasoning.text}")
     suites = ET.Element("testsuites", tests=str(len(results)), failures=str(failures))
     suites.append(suite)
     return ET.ElementTree(suites)

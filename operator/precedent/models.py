@@ -7,11 +7,22 @@ so ``Incident.model_validate(yaml_spec)`` reads what ``kubectl apply`` stores an
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    PlainValidator,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 __all__ = [
@@ -19,26 +30,37 @@ __all__ = [
     "API_VERSION",
     "Alternative",
     "ApprovalDecision",
+    "ApprovalNote",
     "ApprovalState",
     "ApprovalStatus",
     "ApprovalTarget",
     "Assessment",
     "Band",
+    "BlastNote",
     "BlastRadiusStatus",
     "Condition",
+    "ContextNote",
     "Decision",
+    "DecisionNote",
     "EngineInfo",
     "Incident",
     "IncidentOutcome",
+    "IncidentRef",
     "IncidentResource",
+    "KeptNote",
+    "MemoryNote",
     "Playbook",
     "PlaybookHistory",
     "PlaybookSelection",
     "PlaybookStep",
     "PolicyApproval",
     "PolicyResult",
+    "PrecedentSummary",
     "RanPlaybook",
+    "Reasoning",
+    "ReasoningPart",
     "Recommendation",
+    "RecordedText",
     "RemediationApprovalSpec",
     "RemediationRequestSpec",
     "RemediationRequestStatus",
@@ -50,6 +72,7 @@ __all__ = [
     "Severity",
     "Signal",
     "SimilarIncident",
+    "SimilarSummary",
     "SimilarityParts",
     "Target",
     "Timestamp",
@@ -418,13 +441,282 @@ class RiskFactor(WireModel):
     detail: str = Field(max_length=512, description="One line saying why.")
 
 
+# -- the reasoning: typed parts, rendered once into ``status.risk.reasoning`` ------------------
+
+
+@dataclass(frozen=True, slots=True)
+class IncidentRef:
+    """The incident a reasoning names."""
+
+    id: str
+    title: str
+    severity: Severity
+    outcome: IncidentOutcome
+
+
+@dataclass(frozen=True, slots=True)
+class SimilarSummary:
+    """Seed 000's risk model: how many incidents were similar and the most relevant one."""
+
+    history_size: int
+    count: int
+    threshold: float
+    strongest: IncidentRef | None
+    similarity: float
+    score: float
+    band: Band
+
+    def text(self) -> str:
+        """The sentences."""
+        verdict = f"SRI:Historical {self.score:g} → {self.band.value} risk."
+        top = self.strongest
+        if top is None:
+            return (
+                f"No similar past incidents (similarity ≥ {self.threshold:.2f}) among "
+                f"{self.history_size} in the history. {verdict}"
+            )
+        noun = "incident" if self.count == 1 else "incidents"
+        return (
+            f'{self.count} similar past {noun}. Most relevant: {top.id} "{top.title}" '
+            f"(similarity {self.similarity:.2f}, {top.severity.value}, "
+            f"{top.outcome.value}). {verdict}"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PrecedentSummary:
+    """The default risk model: the precedents counted, the strongest, what moved the score."""
+
+    history_size: int
+    counted: int
+    listed: int
+    strongest: IncidentRef | None
+    moved: tuple[RiskFactor, ...]
+    score: float
+    band: Band
+
+    def text(self) -> str:
+        """The sentences."""
+        verdict = f"Risk {self.score:g} → {self.band.value} risk."
+        top = self.strongest
+        if top is None:
+            return f"No precedent for this change among {self.history_size} incidents. {verdict}"
+        noun = "precedent" if self.counted == 1 else "precedents"
+        named = "; ".join(f"{f.name} {f.contribution:+g} ({f.detail})" for f in self.moved)
+        extra = (
+            f", {self.listed - self.counted} more below the threshold"
+            if self.listed > self.counted
+            else ""
+        )
+        return (
+            f'{self.counted} {noun}{extra}. Strongest: {top.id} "{top.title}" '
+            f"({top.severity.value}, {top.outcome.value}). Moved by: {named}. {verdict}"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryNote:
+    """The listed incidents the fleet memory contributed (id, writing cluster)."""
+
+    shared: tuple[tuple[str, str | None], ...]
+    strongest: tuple[str, str | None] | None = None
+    """The most relevant incident, when it is one of them."""
+
+    def text(self) -> str:
+        """The sentences."""
+        named = ", ".join(f"{i} from cluster {c or 'unknown'}" for i, c in self.shared)
+        noun = "incident" if len(self.shared) == 1 else "incidents"
+        text = f"Fleet memory: {len(self.shared)} listed {noun} came from other clusters ({named})."
+        if self.strongest is not None:
+            top, cluster = self.strongest
+            text += f" The most relevant incident {top} is from cluster {cluster or 'unknown'}."
+        return text
+
+
+@dataclass(frozen=True, slots=True)
+class ContextNote:
+    """Where the requester's claims differ from the verified context."""
+
+    note: str
+
+    def text(self) -> str:
+        """The sentence."""
+        return f"Context: {self.note}."
+
+
+@dataclass(frozen=True, slots=True)
+class BlastNote:
+    """Who depends on the target, through what."""
+
+    status: BlastRadiusStatus
+
+    def text(self) -> str:
+        """The sentence."""
+        status = self.status
+        if not status.in_graph:
+            return f"Blast radius: {status.summary}."
+        if not status.upstream_count:
+            return f"Blast radius: nothing depends on it ({status.summary})."
+        named = ", ".join(status.upstream_workloads[:8]) or "only Services"
+        more = "+" if status.truncated else ""
+        text = f"Blast radius: {status.upstream_count}{more} nodes depend on it ({named})"
+        if status.top_paths:
+            text += f", e.g. {status.top_paths[0]}"
+        if status.critical_services:
+            text += f"; critical upstream: {', '.join(status.critical_services)}"
+        text += f"; {'PDB ' + ', '.join(status.pdbs) if status.pdbs else 'no PDB'}."
+        return text
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionNote:
+    """The policy's decision, and why when it is not the band's."""
+
+    decision: Decision
+    reason: str | None = None
+
+    def text(self) -> str:
+        """The sentence."""
+        because = f" ({self.reason})" if self.reason else ""
+        return f"Decision: {self.decision}{because}."
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalNote:
+    """The human decision of an accepted RemediationApproval."""
+
+    approved: bool
+    approver: str
+    approval: str
+    reason: str
+
+    def text(self) -> str:
+        """The sentence."""
+        verb = "Approved" if self.approved else "Rejected"
+        return f"{verb} by {self.approver} (RemediationApproval {self.approval}): {self.reason}"
+
+    @classmethod
+    def of(cls, approval: PolicyApproval | None) -> ApprovalNote | None:
+        """The note an approval recorded in ``policy.approval`` wrote (None: none decided)."""
+        if (
+            approval is None
+            or approval.state not in (ApprovalState.APPROVED, ApprovalState.REJECTED)
+            or approval.by is None
+            or approval.approval is None
+            or approval.reason is None
+        ):
+            return None
+        return cls(
+            approval.state is ApprovalState.APPROVED,
+            approval.by,
+            approval.approval,
+            approval.reason,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class KeptNote:
+    """A stricter earlier decision kept over a more permissive re-assessment."""
+
+    earlier: Decision
+    now: Decision
+
+    def text(self) -> str:
+        """The sentence."""
+        return (
+            f"Kept {self.earlier} from the earlier answer (assessed again as {self.now}): a "
+            "decision becomes more permissive only with a new approval."
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedText:
+    """Reasoning read back from a stored status: its text as written."""
+
+    recorded: str
+
+    def text(self) -> str:
+        """The text."""
+        return self.recorded
+
+
+ReasoningPart = (
+    SimilarSummary
+    | PrecedentSummary
+    | MemoryNote
+    | ContextNote
+    | BlastNote
+    | DecisionNote
+    | ApprovalNote
+    | KeptNote
+    | RecordedText
+)
+"""One part of a risk reasoning."""
+
+
+@dataclass(frozen=True, slots=True)
+class Reasoning:
+    """Why the answer is what it is: typed parts, each added by the step that knows it
+    (the risk model, the fleet memory, the context check, the blast radius, the policy, an
+    approval) and rendered once, as one string, when the status is written."""
+
+    parts: tuple[ReasoningPart, ...] = ()
+
+    def plus(self, *parts: ReasoningPart) -> Reasoning:
+        """This reasoning with ``parts`` after its own."""
+        return Reasoning((*self.parts, *parts))
+
+    def without(self, kind: type[ReasoningPart]) -> Reasoning:
+        """This reasoning without its parts of ``kind``."""
+        return Reasoning(tuple(p for p in self.parts if not isinstance(p, kind)))
+
+    @property
+    def text(self) -> str:
+        """The rendered reasoning: each part's sentences, space-separated."""
+        return " ".join(p.text() for p in self.parts)
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __contains__(self, words: str) -> bool:
+        return words in self.text
+
+    @classmethod
+    def read(cls, text: str, approval: PolicyApproval | None = None) -> Reasoning:
+        """A stored reasoning, with the note of the approval that decided it (``approval``,
+        from ``policy.approval``) as its own part when the text ends with it."""
+        note = ApprovalNote.of(approval)
+        if note is not None:
+            base, sentence = text[: -len(note.text()) - 1], text[-len(note.text()) - 1 :]
+            if base and sentence == f" {note.text()}":
+                return cls((RecordedText(base), note))
+        return cls((RecordedText(text),))
+
+
+def _reasoning_of(value: object) -> Reasoning:
+    if isinstance(value, Reasoning):
+        return value
+    if isinstance(value, str):
+        return Reasoning.read(value.strip())
+    raise ValueError("reasoning: expected a string")
+
+
+ReasoningText = Annotated[
+    Reasoning,
+    PlainValidator(_reasoning_of),
+    PlainSerializer(lambda reasoning: reasoning.text, return_type=str),
+    WithJsonSchema({"type": "string"}),
+]
+"""A :class:`Reasoning` in models; a string on the wire."""
+
+
 class RiskAssessment(WireModel):
     """SRI:Historical result (seed 000)."""
 
     score: float = Field(ge=0, le=100, description="SRI:Historical score, 0–100.")
     band: Band = Field(description="low / medium / high.")
     decision: Decision = Field(description="Approved / Escalated / Denied.")
-    reasoning: str = Field(description="Human-readable explanation.")
+    reasoning: ReasoningText = Field(description="Human-readable explanation.")
     most_relevant_incident: str | None = Field(default=None, description="Top incident id.")
     recommended_procedure: str | None = Field(
         default=None, description="The top incident's recommended procedure."

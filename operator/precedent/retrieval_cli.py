@@ -323,7 +323,7 @@ def _eval_risk(
         return
     if output in ("json", "yaml"):
         document = {
-            "riskModel": service.config.risk_model,
+            "riskModel": service.config.risk_model.name,
             "mode": service.config.mode,
             "context": "verified" if verified else "claimed",
             "total": evaluation.total,
@@ -350,7 +350,7 @@ def _eval_risk(
         click.echo(render_documents([document], output))
         return
     click.echo(
-        f"risk model {service.config.risk_model}, {service.config.mode} mode, "
+        f"risk model {service.config.risk_model.name}, {service.config.mode} mode, "
         f"{service.history_size()} incidents: accuracy {evaluation.accuracy:.1%} "
         f"({evaluation.correct}/{evaluation.total}), within one band {evaluation.within_one}, "
         f"below the label {evaluation.under}"

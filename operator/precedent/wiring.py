@@ -26,7 +26,7 @@ from precedent.adapters.loader import load_incidents, load_playbooks
 from precedent.adapters.vector_neighbours import VectorNeighbours
 from precedent.core.context import ContextFacts
 from precedent.core.embedding import LexicalEmbedder, TfidfEmbedder
-from precedent.core.historical import SimilarityMode
+from precedent.core.historical import SimilarityMode, risk_model_named
 from precedent.core.policy import BlastLimits, PolicyEngine
 from precedent.core.ports import Embedder, IncidentMemory, MemoryFailure
 from precedent.core.resilience import RetryPolicy
@@ -307,7 +307,7 @@ def build_service(
         ),
         config=AssessmentSettings(
             mode=chosen,
-            risk_model=settings.risk_model,
+            risk_model=risk_model_named(settings.risk_model),
             threshold=settings.similarity_threshold,
             top_k=settings.top_similar,
             semantic_k=settings.semantic_k,

@@ -16,7 +16,12 @@ import numpy as np
 
 from precedent.adapters.vector_neighbours import VectorNeighbours
 from precedent.core.embedding import LexicalEmbedder
-from precedent.core.historical import RiskModelName, SimilarityMode, evaluate_history
+from precedent.core.historical import (
+    RiskModelName,
+    SimilarityMode,
+    evaluate_history,
+    risk_model_named,
+)
 from precedent.core.normalize import normalize_request
 from precedent.core.snapshot import History
 from precedent.models import RemediationRequestSpec
@@ -61,7 +66,9 @@ def main() -> None:
                 semantic: Mapping[int, float] | None = None
                 if mode == "hybrid":
                     semantic = neighbours.neighbours(action, history, 50)
-                evaluate_history(history, action, mode=mode, semantic=semantic, risk_model=model)
+                evaluate_history(
+                    history, action, model=risk_model_named(model), mode=mode, semantic=semantic
+                )
                 times.append(time.perf_counter() - t)
             p50, p99 = (float(np.quantile(times, q)) * 1000 for q in (0.5, 0.99))
             print(f"{model:<8} {mode:<7} p50 {p50:6.2f} ms   p99 {p99:6.2f} ms")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from precedent.adapters.loader import load_incidents
-from precedent.core.historical import evaluate_history
+from precedent.core.historical import SeedRiskModel, evaluate_history
 from precedent.core.normalize import normalize_request
 from precedent.core.snapshot import DuplicateIncidentError, History
 from precedent.models import (
@@ -77,7 +77,7 @@ def test_unknown_resource_type_scores_zero(assessor: HistoryScorer) -> None:
 
 
 def test_no_match_reasoning_says_so(assessor: HistoryScorer) -> None:
-    reasoning = assessor.assess(UNKNOWN).risk.reasoning
+    reasoning = assessor.assess(UNKNOWN).risk.reasoning.text
     assert reasoning.startswith("No similar past incidents")
     assert "0.30" in reasoning
 
@@ -261,7 +261,7 @@ def test_duplicate_ids_are_rejected() -> None:
 
 def test_scalar_and_vectorised_paths_agree(history: History) -> None:
     action = normalize_request(SCALE_DOWN)
-    result = evaluate_history(history, action, top_k=1000)
+    result = evaluate_history(history, action, model=SeedRiskModel(), top_k=1000)
     from precedent.core.similarity import rule_similarity
 
     expected = sorted(

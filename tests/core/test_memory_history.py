@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from precedent.core.historical import evaluate_history
+from precedent.core.historical import evaluate_history, risk_model_named
 from precedent.core.normalize import ProposedAction, normalize_request
 from precedent.core.snapshot import DuplicateIncidentError, History
 from precedent.models import Incident, RemediationRequestSpec
@@ -95,10 +95,20 @@ def test_extended_history_scores_as_a_rebuilt_one(seed: int, risk_model: str) ->
     for action in _actions(base):
         semantic = {len(base) + 1: 0.83, 3: 0.4}  # a memory incident found by meaning too
         got = evaluate_history(
-            view, action, mode="hybrid", semantic=semantic, now=NOW, risk_model=risk_model
+            view,
+            action,
+            mode="hybrid",
+            semantic=semantic,
+            now=NOW,
+            model=risk_model_named(risk_model),
         )
         want = evaluate_history(
-            rebuilt, action, mode="hybrid", semantic=semantic, now=NOW, risk_model=risk_model
+            rebuilt,
+            action,
+            mode="hybrid",
+            semantic=semantic,
+            now=NOW,
+            model=risk_model_named(risk_model),
         )
         assert got == want
 

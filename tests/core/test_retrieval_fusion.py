@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from precedent.core.embedding import Bm25Match
-from precedent.core.historical import evaluate_history
+from precedent.core.historical import evaluate_history, risk_model_named
 from precedent.core.normalize import normalize_request
 from precedent.core.snapshot import History
 from precedent.core.vocabulary import concepts
@@ -82,7 +82,7 @@ def test_rule_ties_are_ordered_by_the_vector_similarity(risk_model: str) -> None
         action,
         mode="hybrid",
         semantic={0: 0.35, 1: 0.75},
-        risk_model=risk_model,  # type: ignore[arg-type]
+        model=risk_model_named(risk_model),
     )
     assert [s.id for s in result.similar] == ["INC-2", "INC-1"]
     assert [s.similarity for s in result.similar] == pytest.approx([0.8, 0.8])

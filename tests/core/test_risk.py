@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from precedent.core.policy import BAND_DECISIONS
 from precedent.core.risk import (
     DIMINISHING_RETURNS,
     SEVERITY_WEIGHTS,
     band_for,
-    decision_for,
     sri_score,
 )
 from precedent.models import Band, Decision, Severity
@@ -64,4 +64,4 @@ def test_diminishing_returns_one_perfect_match_beats_five_partial_ones() -> None
 )
 def test_bands_and_decisions(score: float, band: Band, decision: Decision) -> None:
     assert band_for(score) is band
-    assert decision_for(band) is decision
+    assert BAND_DECISIONS[band] is decision

@@ -11,8 +11,15 @@ import pytest
 from precedent.adapters.loader import load_incidents, load_labelled_requests, load_requests
 from precedent.adapters.vector_neighbours import VectorNeighbours
 from precedent.core.embedding import LexicalEmbedder
-from precedent.core.historical import HistoricalResult, SimilarityMode, evaluate_history
+from precedent.core.historical import (
+    HistoricalResult,
+    SeedRiskModel,
+    SimilarityMode,
+    evaluate_history,
+    risk_model_named,
+)
 from precedent.core.normalize import ProposedAction, normalize_request
+from precedent.core.policy import BAND_DECISIONS
 from precedent.core.risk_evaluation import BandResult, evaluate_bands
 from precedent.core.snapshot import History
 from precedent.models import Band, Decision, RemediationRequestSpec
@@ -62,7 +69,7 @@ def assess(
         action,
         mode=mode,
         semantic=semantic,
-        risk_model="default" if risk_model == "default" else "seed",
+        model=risk_model_named(risk_model),
     )
 
 
@@ -80,7 +87,7 @@ def test_seed_table_keeps_each_rows_band_and_top_incident(
             assert result.risk.most_relevant_incident == top, request.name
             assert result.risk.band is band, (request.name, result.risk.reasoning)
             assert (
-                result.risk.decision
+                BAND_DECISIONS[result.risk.band]
                 is {
                     Band.LOW: Decision.APPROVED,
                     Band.MEDIUM: Decision.ESCALATED,
@@ -139,7 +146,7 @@ def test_listed_incidents_are_precedents_including_those_below_the_threshold(
 def test_seed_model_listing_is_unchanged(history: History) -> None:
     """The seed model still lists every incident at or above the threshold."""
     action = ProposedAction("restart_service", "deployment", "checkout")
-    result = evaluate_history(history, action, top_k=1000)
+    result = evaluate_history(history, action, model=SeedRiskModel(), top_k=1000)
     assert all(s.similarity >= 0.30 for s in result.similar)
     assert result.risk.factors == []
 

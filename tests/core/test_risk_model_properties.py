@@ -14,7 +14,12 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from precedent.core.historical import HistoricalResult, SimilarityMode, evaluate_history
+from precedent.core.historical import (
+    DefaultRiskModel,
+    HistoricalResult,
+    SimilarityMode,
+    evaluate_history,
+)
 from precedent.core.normalize import ACTION_KEYWORDS, ProposedAction
 from precedent.core.risk import band_for
 from precedent.core.risk_model import OutcomeEvidence, OutcomeRecord
@@ -98,7 +103,7 @@ def score(
         action,
         mode=mode,
         semantic=semantic or {},
-        risk_model="default",
+        model=DefaultRiskModel(),
         outcomes=outcomes,
         now=now,
         top_k=1000,

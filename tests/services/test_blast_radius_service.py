@@ -7,8 +7,8 @@ from typing import Any
 
 from precedent.adapters.loader import iter_documents
 from precedent.core.graph import KINDS
-from precedent.models import Target, TopologyEdge, TopologyHints
-from precedent.services.blast_radius import BlastRadiusService, reasoning
+from precedent.models import BlastNote, Target, TopologyEdge, TopologyHints
+from precedent.services.blast_radius import BlastRadiusService
 
 SHOP = Path(__file__).resolve().parents[2] / "data" / "shop"
 
@@ -52,7 +52,7 @@ def test_the_report_names_dependents_paths_and_the_pdb() -> None:
     assert impact is not None
     assert impact.upstream_count == 6
     assert impact.target == "deploy/payment-api"
-    text = reasoning(status)
+    text = BlastNote(status).text()
     assert "6 nodes depend on it (deploy/checkout, deploy/storefront, ingress/shop)" in text
 
 
@@ -61,7 +61,7 @@ def test_an_unknown_target_says_so() -> None:
     assert not status.in_graph
     assert impact is None
     assert status.summary.startswith("Node aks-nodepool1-0 is not in the dependency graph")
-    assert "not in the dependency graph" in reasoning(status)
+    assert "not in the dependency graph" in BlastNote(status).text()
 
 
 def test_deleted_removes_and_a_new_version_replaces() -> None:

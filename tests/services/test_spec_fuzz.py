@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from precedent.adapters.catalog_local import LocalPlaybookCatalog
 from precedent.adapters.loader import load_incidents, load_playbooks
+from precedent.core.historical import DefaultRiskModel
 from precedent.core.policy import PolicyEngine
 from precedent.errors import InputError
 from precedent.models import Assessment
@@ -89,7 +90,7 @@ def service() -> AssessmentService:
         selector=PlaybookSelector(local, min_confidence=0.5),
         catalog=local,
         policy=PolicyEngine(),
-        config=AssessmentSettings(mode="rules", risk_model="default"),
+        config=AssessmentSettings(risk_model=DefaultRiskModel(), mode="rules"),
     )
 
 

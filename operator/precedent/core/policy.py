@@ -36,6 +36,7 @@ __all__ = [
     "BlastLimits",
     "PolicyEngine",
     "PolicyVerdict",
+    "decision_without_approval",
 ]
 
 AccessLevel = Literal["READ_ONLY", "WRITE", "ADMIN"]
@@ -149,7 +150,16 @@ BAND_DECISIONS: dict[Band, Decision] = {
     Band.MEDIUM: Decision.ESCALATED,
     Band.HIGH: Decision.DENIED,
 }
-"""Seed 000's decision for each risk band, before the access level is taken into account."""
+"""Seed 000's decision for each risk band, before the access level is taken into account: the
+one table from band to decision."""
+
+
+def decision_without_approval(band: Band) -> Decision:
+    """The decision a request that took an approval has again once the approval no longer
+    applies (it expired): Denied for a high band (only a break-glass approval moves it), else
+    Escalated (only requests the policy escalated take approvals)."""
+    decision = BAND_DECISIONS[band]
+    return decision if decision is Decision.DENIED else Decision.ESCALATED
 
 
 @dataclass(frozen=True, slots=True)

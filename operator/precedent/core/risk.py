@@ -1,9 +1,10 @@
 """SRI:Historical — the risk score from similar past incidents (seed 000).
 
 ``score = best.similarity × weight[best.severity] + Σ others (similarity × weight × 0.20)``,
-capped at 100, with weights critical 100 / high 75 / medium 40 / low 10. Bands: 0–25 low →
-Approved, 26–60 medium → Escalated, 61–100 high → Denied (a score between two integers goes
-to the upper band only once it passes the lower band's top: 25.4 is medium, 25.0 is low).
+capped at 100, with weights critical 100 / high 75 / medium 40 / low 10. Bands: 0–25 low,
+26–60 medium, 61–100 high (a score between two integers goes to the upper band only once it
+passes the lower band's top: 25.4 is medium, 25.0 is low). What a band decides is the policy's
+(``core.policy``), not the score's.
 """
 
 from __future__ import annotations
@@ -13,14 +14,13 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from precedent.models import Band, Decision, Severity
+from precedent.models import Band, Severity
 
 __all__ = [
     "DIMINISHING_RETURNS",
     "MAX_SCORE",
     "SEVERITY_WEIGHTS",
     "band_for",
-    "decision_for",
     "sri_score",
     "sri_score_weighted",
 ]
@@ -63,15 +63,3 @@ def band_for(score: float) -> Band:
     if score <= MEDIUM_BAND_MAX:
         return Band.MEDIUM
     return Band.HIGH
-
-
-_DECISIONS = {
-    Band.LOW: Decision.APPROVED,
-    Band.MEDIUM: Decision.ESCALATED,
-    Band.HIGH: Decision.DENIED,
-}
-
-
-def decision_for(band: Band) -> Decision:
-    """Seed 000's decision for a band."""
-    return _DECISIONS[band]

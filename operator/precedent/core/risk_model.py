@@ -48,6 +48,7 @@ __all__ = [
     "IncidentContext",
     "OutcomeEvidence",
     "OutcomeRecord",
+    "PrecedentMatches",
     "RiskModelResult",
     "RiskModelWeights",
     "environment_tier",
@@ -379,28 +380,46 @@ class RiskModelResult:
     """Each factor's contribution; they sum to the score."""
 
 
+@dataclass(frozen=True, slots=True)
+class PrecedentMatches:
+    """How each incident matches one request: arrays aligned with the history."""
+
+    same_action: BoolArray
+    """The incident records the request's action."""
+    same_name: BoolArray
+    """… on the same resource (name)."""
+    same_type: BoolArray
+    """… on the same resource type."""
+    tag_overlap: BoolArray
+    """One of the action's keywords is among its tags."""
+    semantic: FloatArray | None
+    """The calibrated semantic similarity (None in rules mode)."""
+    similarity: FloatArray
+    """The mode's combined similarity, which the threshold applies to."""
+    severity_rank: npt.NDArray[np.int8]
+    """The history's severity order (ties between equally strong precedents)."""
+    id_rank: npt.NDArray[np.int64]
+    """The history's id order (the last tie-break)."""
+
+
 def score_precedents(
     context: IncidentContext,
     action: ProposedAction,
+    matches: PrecedentMatches,
     *,
-    same_action: BoolArray,
-    same_name: BoolArray,
-    same_type: BoolArray,
-    tag_overlap: BoolArray,
-    semantic: FloatArray | None,
-    similarity: FloatArray,
     threshold: float,
-    severity_rank: npt.NDArray[np.int8],
-    id_rank: npt.NDArray[np.int64],
     outcomes: OutcomeEvidence | None = None,
     now: datetime | None = None,
 ) -> RiskModelResult:
-    """Score ``action`` from the per-incident match arrays (aligned with the history).
+    """Score ``action`` from how each incident matches it (``matches``).
 
-    ``semantic`` is the calibrated semantic similarity (None in rules mode); ``similarity`` the
-    mode's combined similarity, which the threshold applies to; ``now`` anchors recency (no
-    recency factor without it, so scoring stays deterministic).
+    The threshold applies to ``matches.similarity``; ``now`` anchors recency (no recency
+    factor without it, so scoring stays deterministic).
     """
+    same_action, same_name = matches.same_action, matches.same_name
+    same_type, tag_overlap = matches.same_type, matches.tag_overlap
+    semantic, similarity = matches.semantic, matches.similarity
+    severity_rank, id_rank = matches.severity_rank, matches.id_rank
     w = context.weights
     # 1. What counts as a precedent: the same change, not the same kind of thing.
     change = np.where(same_action, 1.0, 0.0)

@@ -37,16 +37,19 @@ from typing import Any, Literal, Protocol
 from pydantic import ValidationError
 
 from precedent.core.conditions import rfc3339
+from precedent.core.policy import decision_without_approval
 from precedent.errors import InputError, describe_validation
 from precedent.models import (
     API_VERSION,
     ApprovalDecision,
+    ApprovalNote,
     ApprovalState,
     ApprovalStatus,
     Assessment,
-    Band,
     Decision,
+    KeptNote,
     PolicyApproval,
+    Reasoning,
     RemediationApprovalSpec,
 )
 from precedent.services.integrity import StatusSigner
@@ -296,13 +299,9 @@ def approved(assessment: Assessment, approval: ApprovalRecord, *, now: datetime)
         reason=spec.reason,
         approval=approval.name,
     )
-    verb = "Approved" if approve else "Rejected"
+    note = ApprovalNote(approve, spec.approver, approval.name, spec.reason)
     risk = assessment.risk.model_copy(
-        update={
-            "decision": decision,
-            "reasoning": f"{assessment.risk.reasoning} {verb} by {spec.approver} "
-            f"(RemediationApproval {approval.name}): {spec.reason}",
-        }
+        update={"decision": decision, "reasoning": assessment.risk.reasoning.plus(note)}
     )
     policy = assessment.policy.model_copy(update={"approval": record})
     return assessment.model_copy(update={"risk": risk, "policy": policy})
@@ -311,19 +310,15 @@ def approved(assessment: Assessment, approval: ApprovalRecord, *, now: datetime)
 def lapsed(assessment: Assessment, approval: ApprovalRecord) -> Assessment:
     """The assessment once ``approval``, which decided it, has expired: the policy's own
     decision again (Escalated and Pending, or Denied by policy when it was a break-glass
-    approval of a high-band request) and the reasoning without the approval's sentence."""
+    approval of a high-band request) and the reasoning without the approval's note."""
     assert approval.spec is not None
     assert assessment.policy is not None
-    spec = approval.spec
-    verb = "Approved" if spec.decision is ApprovalDecision.APPROVE else "Rejected"
-    suffix = f" {verb} by {spec.approver} (RemediationApproval {approval.name}): {spec.reason}"
-    # Only Escalated requests (and, with break-glass, Denied high-band ones) take approvals.
-    decision = Decision.DENIED if assessment.risk.band is Band.HIGH else Decision.ESCALATED
+    decision = decision_without_approval(assessment.risk.band)
     waiting = decision is Decision.ESCALATED
     risk = assessment.risk.model_copy(
         update={
             "decision": decision,
-            "reasoning": assessment.risk.reasoning.removesuffix(suffix),
+            "reasoning": assessment.risk.reasoning.without(ApprovalNote),
         }
     )
     policy = assessment.policy.model_copy(
@@ -362,9 +357,7 @@ def no_more_permissive(assessment: Assessment, prior: Mapping[str, Any] | None) 
     risk_now = assessment.risk.model_copy(
         update={
             "decision": earlier,
-            "reasoning": f"{assessment.risk.reasoning} Kept {earlier} from the earlier answer "
-            f"(assessed again as {now}): a decision becomes more permissive only with a new "
-            "approval.",
+            "reasoning": assessment.risk.reasoning.plus(KeptNote(earlier, now)),
         }
     )
     kept = policy.model_copy(
@@ -413,9 +406,15 @@ def assessment_of(status: Mapping[str, Any]) -> Assessment | None:
     if "risk" not in fields:
         return None
     try:
-        return Assessment.model_validate(fields)
+        assessment = Assessment.model_validate(fields)
     except ValidationError:
         return None
+    # The note of the approval that decided the request is its own part again, so that the
+    # approval's expiry can leave it out (``lapsed``).
+    approval = assessment.policy.approval if assessment.policy is not None else None
+    reasoning = Reasoning.read(assessment.risk.reasoning.text, approval)
+    risk = assessment.risk.model_copy(update={"reasoning": reasoning})
+    return assessment.model_copy(update={"risk": risk})
 
 
 def request_record(body: Mapping[str, Any], assessment: Assessment | None) -> RequestRecord:

@@ -32,7 +32,7 @@ from precedent.adapters.catalog_local import LocalPlaybookCatalog
 from precedent.core.context import ContextFacts, VerifiedContext, resource_id_scope
 from precedent.core.historical import (
     HistoricalResult,
-    RiskModelName,
+    RiskModel,
     SimilarityMode,
     evaluate_history,
 )
@@ -49,19 +49,23 @@ from precedent.core.typos import InputWarning, input_warnings
 from precedent.errors import DependencyError, InputError, describe_validation
 from precedent.models import (
     Assessment,
+    BlastNote,
+    ContextNote,
+    DecisionNote,
     EngineInfo,
     Incident,
+    MemoryNote,
     Playbook,
+    ReasoningPart,
     Recommendation,
     RemediationRequestSpec,
     RequestContext,
-    RiskAssessment,
     RiskFactor,
     SimilarIncident,
     SpecWarning,
 )
 from precedent.services.approvals import no_more_permissive
-from precedent.services.blast_radius import BlastRadiusService, reasoning
+from precedent.services.blast_radius import BlastRadiusService
 from precedent.services.fair_queue import FairQueue
 from precedent.services.history import HistoryStore
 from precedent.services.integrity import StatusSigner
@@ -88,18 +92,13 @@ class OutsideIncidentScorer(Protocol):
         ...
 
 
-def _memory_reasoning(similar: Sequence[SimilarIncident], risk: RiskAssessment) -> str:
-    """What the fleet memory contributed, for the risk reasoning (empty when nothing)."""
-    shared = [s for s in similar if s.source == "memory"]
+def _memory_note(similar: Sequence[SimilarIncident], strongest: str | None) -> MemoryNote | None:
+    """What the fleet memory contributed, for the risk reasoning (None when nothing)."""
+    shared = tuple((s.id, s.cluster) for s in similar if s.source == "memory")
     if not shared:
-        return ""
-    named = ", ".join(f"{s.id} from cluster {s.cluster or 'unknown'}" for s in shared)
-    noun = "incident" if len(shared) == 1 else "incidents"
-    text = f" Fleet memory: {len(shared)} listed {noun} came from other clusters ({named})."
-    top = next((s for s in shared if s.id == risk.most_relevant_incident), None)
-    if top is not None:
-        text += f" The most relevant incident {top.id} is from cluster {top.cluster or 'unknown'}."
-    return text
+        return None
+    top = next((s for s in shared if s[0] == strongest), None)
+    return MemoryNote(shared, top)
 
 
 def parse_request_spec(spec: Mapping[str, Any]) -> RemediationRequestSpec:
@@ -116,10 +115,11 @@ def parse_request_spec(spec: Mapping[str, Any]) -> RemediationRequestSpec:
 class AssessmentSettings:
     """How requests are scored against the history."""
 
+    risk_model: RiskModel
+    """The risk model (``core.historical``: seed 000's formula as written, or the default),
+    chosen by wiring from the settings."""
     mode: SimilarityMode = "hybrid"
     """rules, semantic, or hybrid (the larger of the two per incident)."""
-    risk_model: RiskModelName = "default"
-    """seed (seed 000's formula as written) or default."""
     threshold: float = SIMILARITY_THRESHOLD
     """Minimum similarity for an incident to count in the risk score."""
     top_k: int = 5
@@ -423,7 +423,7 @@ class AssessmentService:
                 top_k=top_k or self.config.top_k,
                 ranking=ranking or self.config.ranking,
                 now=now,
-                risk_model=self.config.risk_model,
+                model=self.config.risk_model,
                 outcomes=self.evidence() if self.evidence is not None else None,
             )
             weights = ranking or self.config.ranking
@@ -431,10 +431,9 @@ class AssessmentService:
                 self._sourced(s, writers, history, action, now, weights) for s in result.similar
             ]
         risk = result.risk
-        if writers:
-            risk = risk.model_copy(
-                update={"reasoning": f"{risk.reasoning}{_memory_reasoning(similar, risk)}"}
-            )
+        memory = _memory_note(similar, risk.most_relevant_incident) if writers else None
+        if memory is not None:
+            risk = risk.noted(memory)
         return history, HistoricalResult(risk, similar, result.similar_count)
 
     # -- the fleet memory's part (seed 001) ----------------------------------------------------
@@ -572,33 +571,23 @@ class AssessmentService:
                 )
                 if note is not None:
                     factor = RiskFactor(name="context", contribution=0.0, detail=note[:512])
-                    result = HistoricalResult(
-                        result.risk.model_copy(
-                            update={
-                                "factors": [*result.risk.factors, factor][-16:],
-                                "reasoning": f"{result.risk.reasoning} Context: {note}.",
-                            }
-                        ),
-                        result.similar,
-                        result.similar_count,
+                    risk_now = replace(
+                        result.risk.noted(ContextNote(note)),
+                        factors=[*result.risk.factors, factor][-16:],
                     )
-        blast, impact, blast_text = None, None, ""
+                    result = HistoricalResult(risk_now, result.similar, result.similar_count)
+        blast, impact = None, None
+        notes: list[ReasoningPart] = []
         if self.blast is not None:
             blast, impact = self.blast.report(
                 request.spec.target, recall.topology if recall is not None else None
             )
-            blast_text = reasoning(blast)
+            notes.append(BlastNote(blast))
         verdict = self.policy.decide(request.action.action, result.risk.band, impact)
         # The risk part says how risky; the policy alone says what happens (and why, when the
         # access level or the blast radius changed the band's decision).
-        because = f" ({verdict.policy.reason})" if verdict.policy.reason else ""
-        risk = result.risk.model_copy(
-            update={
-                "decision": verdict.decision,
-                "reasoning": f"{result.risk.reasoning}{blast_text} "
-                f"Decision: {verdict.decision}{because}.",
-            }
-        )
+        notes.append(DecisionNote(verdict.decision, verdict.policy.reason))
+        risk = result.risk.decided(verdict.decision, *notes)
         playbook = self._for_this_action(request, playbook or PlaybookDecision())
         return Assessment(
             risk=risk,
@@ -613,7 +602,7 @@ class AssessmentService:
                 history_size=len(history),
                 similarity_mode=self.config.mode,
                 embedder=self._embedder_name(),
-                risk_model=self.config.risk_model,
+                risk_model=self.config.risk_model.name,
                 sources=self._sources(recall),
             ),
             topology_hints=recall.topology if recall is not None else None,
@@ -816,7 +805,7 @@ class AssessmentService:
             canonical,
             history.fingerprint,
             self.config.mode,
-            self.config.risk_model,
+            self.config.risk_model.name,
             self._embedder_name() or "",
             __version__,
             facts or "",

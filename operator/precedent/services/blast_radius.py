@@ -39,7 +39,7 @@ from precedent.core.policy import BlastImpact
 from precedent.models import BlastRadiusStatus, Target, TopologyHints
 from precedent.services.mirror import ObjectMirror, ResyncPlan
 
-__all__ = ["BlastRadiusService", "ObjectRef", "ResyncResult", "reasoning"]
+__all__ = ["BlastRadiusService", "ObjectRef", "ResyncResult"]
 
 logger = logging.getLogger(__name__)
 
@@ -218,20 +218,3 @@ def _hints_for(name: str, hints: TopologyHints | None) -> list[str]:
         if name in (e.source, e.target)
     ]
     return lines[:10]
-
-
-def reasoning(status: BlastRadiusStatus) -> str:
-    """The sentence the risk reasoning gets: who depends on the target, through what."""
-    if not status.in_graph:
-        return f" Blast radius: {status.summary}."
-    if not status.upstream_count:
-        return f" Blast radius: nothing depends on it ({status.summary})."
-    named = ", ".join(status.upstream_workloads[:8]) or "only Services"
-    more = "+" if status.truncated else ""
-    text = f" Blast radius: {status.upstream_count}{more} nodes depend on it ({named})"
-    if status.top_paths:
-        text += f", e.g. {status.top_paths[0]}"
-    if status.critical_services:
-        text += f"; critical upstream: {', '.join(status.critical_services)}"
-    text += f"; {'PDB ' + ', '.join(status.pdbs) if status.pdbs else 'no PDB'}."
-    return text

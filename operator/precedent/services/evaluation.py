@@ -87,7 +87,7 @@ async def evaluate_risk(
             expected=item.expected_band,
             predicted=assessment.risk.band,
             score=assessment.risk.score,
-            reasoning=assessment.risk.reasoning,
+            reasoning=assessment.risk.reasoning.text,
             rationale=item.rationale,
         )
         for item, assessment in zip(labelled, assessments, strict=True)
