@@ -324,7 +324,8 @@ class LexicalEmbedder:
 
     def embed_one(self, text: str) -> npt.NDArray[np.float32]:
         """One text's unit vector without concept features (all zeros for no words)."""
-        return self._embed_batch([text], None, vocabulary=False)[0]
+        row: npt.NDArray[np.float32] = self._embed_batch([text], None, vocabulary=False)[0]
+        return row
 
     def embed(self, texts: Sequence[str]) -> FloatMatrix:
         """Unit vectors without concept features, one row per text (the playbook catalog's
