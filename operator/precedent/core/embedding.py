@@ -164,6 +164,7 @@ class LexicalEmbedder:
         if not 1 <= lo <= hi:
             raise ValueError("char_ngrams must be (low, high) with 1 <= low <= high")
         self._dimension = dimension
+        self._power_of_two = dimension & (dimension - 1) == 0
         self._ngrams = (lo, hi)
         self._word_weight = word_weight
         self._bigram_weight = bigram_weight
@@ -202,13 +203,14 @@ class LexicalEmbedder:
         weights = 1.0 + np.log(np.fromiter(counts, dtype=np.float64, count=len(counts)))
         if frequencies is not None:
             weights *= frequencies.idf(hashes & frequencies.mask)
-        # The top bit of the hash gives the sign, so colliding features tend to cancel.
-        signs = np.where(hashes & 0x80000000, -1.0, 1.0)
+        # The top bit of the hash gives the sign, so colliding features tend to cancel
+        # (hashes are below 2**32: ``hashes >> 31`` is that bit, and 1 − 2·bit is ±1 exactly).
+        signs = 1.0 - 2.0 * (hashes >> 31)
+        # A power-of-two dimension takes the low bits: the same remainder, cheaper.
+        buckets = hashes & (dimension - 1) if self._power_of_two else hashes % dimension
         # Each row's buckets are its own stretch of one flat array; bincount adds in input
         # order into zeros, so every bucket gets its text's features in the text's order.
-        bins = np.repeat(np.arange(rows, dtype=np.int64) * dimension, lengths) + (
-            hashes % dimension
-        )
+        bins = np.repeat(np.arange(rows, dtype=np.int64) * dimension, lengths) + buckets
         out: npt.NDArray[np.float64] = (
             np.bincount(bins, weights=signs * weights, minlength=rows * dimension)
             .astype(np.float64, copy=False)
@@ -275,11 +277,31 @@ class LexicalEmbedder:
         frequencies: DocumentFrequencies | None,
         vocabulary: bool = True,
     ) -> FloatMatrix:
+        if len(texts) == 1:  # one request's query: no batch arrays to set up
+            return self._embed_single(texts[0], frequencies, vocabulary)[None, :]
         out = np.zeros((len(texts), self._dimension), dtype=np.float32)
         for start in range(0, len(texts), _BATCH):
             chunk = texts[start : start + _BATCH]
             out[start : start + len(chunk)] = self._embed_batch(chunk, frequencies, vocabulary)
         return out
+
+    def _embed_single(
+        self, text: str, frequencies: DocumentFrequencies | None, vocabulary: bool
+    ) -> npt.NDArray[np.float32]:
+        """``_embed_batch`` for one text with one-dimensional arrays: the same operations."""
+        word_feats, chars = self._features(text, vocabulary)
+        vec = np.zeros(self._dimension, dtype=np.float64)
+        for weight, counts in ((self._word_weight, word_feats), (1.0 - self._word_weight, chars)):
+            if not counts:
+                continue
+            block = self._blocks(list(counts), list(counts.values()), [len(counts)], frequencies)[0]
+            norm = np.linalg.norm(block)
+            if norm > 0:
+                vec += weight * block / norm
+        norm = np.linalg.norm(vec)
+        if norm > 0:
+            vec /= norm
+        return vec.astype(np.float32)
 
     def _embed_batch(
         self, texts: Sequence[str], frequencies: DocumentFrequencies | None, vocabulary: bool
@@ -324,8 +346,7 @@ class LexicalEmbedder:
 
     def embed_one(self, text: str) -> npt.NDArray[np.float32]:
         """One text's unit vector without concept features (all zeros for no words)."""
-        row: npt.NDArray[np.float32] = self._embed_batch([text], None, vocabulary=False)[0]
-        return row
+        return self._embed_single(text, None, vocabulary=False)
 
     def embed(self, texts: Sequence[str]) -> FloatMatrix:
         """Unit vectors without concept features, one row per text (the playbook catalog's
