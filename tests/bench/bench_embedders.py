@@ -1,5 +1,7 @@
-"""Embedding throughput per embedder: short texts per second on one core, and incidents per
-second as the index embeds them (title and text, with the concept vocabulary)."""
+"""Embedding throughput per embedder: short texts per second on one core, incidents per
+second as the index embeds them (title and text, with the concept vocabulary; the synthetic
+incidents and the bundled ones, whose texts are longer), and the CPU time of one request's
+query vector."""
 
 from __future__ import annotations
 
@@ -7,12 +9,16 @@ import statistics
 import time
 from pathlib import Path
 
-from precedent.core.embedding import LexicalEmbedder
+from precedent.adapters.loader import load_incidents, load_requests
+from precedent.core.embedding import DocumentFrequencies, LexicalEmbedder
+from precedent.core.normalize import normalize_request
 from precedent.core.ports import Embedder
-from precedent.core.semantic import embed_incidents
+from precedent.core.semantic import embed_incidents, incident_text, request_text
+from precedent.models import Incident
 from tests.bench.synthetic import incidents, titles
 
-MODEL_DIR = Path(__file__).resolve().parents[2] / ".cache" / "minilm"
+ROOT = Path(__file__).resolve().parents[2]
+MODEL_DIR = ROOT / ".cache" / "minilm"
 
 
 def _throughput(embedder: Embedder, texts: list[str], batch: int) -> float:
@@ -23,10 +29,12 @@ def _throughput(embedder: Embedder, texts: list[str], batch: int) -> float:
     return len(texts) / (time.perf_counter() - started)
 
 
-def _incident_rate(embedder: LexicalEmbedder, rounds: int = 3) -> tuple[float, float]:
+def _incident_rate(
+    embedder: LexicalEmbedder, history: list[Incident] | None = None, rounds: int = 3
+) -> tuple[float, float]:
     """Median incidents/s of ``embed_incidents`` (what the index stores per incident) over
     ``rounds`` runs: wall clock and CPU time of this process (the machine may be shared)."""
-    history = incidents(10_000, seed=7)
+    history = incidents(10_000, seed=7) if history is None else history
     embed_incidents(embedder, history[:256])
     wall, cpu = [], []
     for _ in range(rounds):
@@ -38,6 +46,30 @@ def _incident_rate(embedder: LexicalEmbedder, rounds: int = 3) -> tuple[float, f
     return statistics.median(wall), statistics.median(cpu)
 
 
+def _mean_length(history: list[Incident]) -> float:
+    return sum(len(incident_text(i)) for i in history) / len(history)
+
+
+def _query_cpu(history: list[Incident], rounds: int = 50) -> tuple[float, float]:
+    """p50 and p99 CPU microseconds of ``embed_queries`` for one bundled request's text,
+    weighted by the bundled history's document frequencies (as a request is scored)."""
+    embedder, frequencies = LexicalEmbedder(), DocumentFrequencies()
+    for incident in history:
+        frequencies.add(embedder.feature_keys(incident_text(incident), frequencies))
+    queries = [
+        request_text(normalize_request(r.spec)) for r in load_requests([ROOT / "data" / "requests"])
+    ]
+    embedder.embed_queries(queries, frequencies)
+    spent = []
+    for _ in range(rounds):
+        for query in queries:
+            started = time.process_time_ns()
+            embedder.embed_queries([query], frequencies)
+            spent.append((time.process_time_ns() - started) / 1_000)
+    spent.sort()
+    return spent[len(spent) // 2], spent[int(len(spent) * 0.99)]
+
+
 def main() -> None:
     """Print texts/s for the lexical embedder, and the ONNX model when its files are there."""
     texts = titles(20_000, seed=7)
@@ -47,6 +79,16 @@ def main() -> None:
     print(
         f"lexical-512   {wall:10.0f} incidents/s ({cpu:.0f} per CPU second; title + text with "
         "concepts, synthetic incidents, median of 3)"
+    )
+    bundled = load_incidents([ROOT / "data" / "incidents"])
+    wall, cpu = _incident_rate(LexicalEmbedder(), (bundled * (3_000 // len(bundled) + 1))[:3_000])
+    print(
+        f"lexical-512   {wall:10.0f} incidents/s ({cpu:.0f} per CPU second; the {len(bundled)} "
+        f"bundled incidents, ~{_mean_length(bundled):.0f} characters, 3,000 embedded, median of 3)"
+    )
+    p50, p99 = _query_cpu(bundled)
+    print(
+        f"lexical-512   query vector CPU time p50 {p50:.0f} µs, p99 {p99:.0f} µs (bundled requests)"
     )
     if (MODEL_DIR / "model.onnx").is_file():
         from precedent.adapters.onnx_embedder import OnnxEmbedder

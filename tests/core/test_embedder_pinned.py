@@ -27,6 +27,8 @@ from precedent.core import vocabulary
 from precedent.core.embedding import Bm25Match, DocumentFrequencies, LexicalEmbedder
 from precedent.core.normalize import normalize_request
 from precedent.core.semantic import embed_incidents, incident_text, request_text
+from tests.bench.synthetic import incidents as bench_incidents
+from tests.bench.synthetic import titles as bench_titles
 from tests.conftest import PARAPHRASE_HISTORY, ROOT
 
 DATA = ROOT / "data"
@@ -43,6 +45,8 @@ PINNED = {
     "feature-keys": "4be22e2d823dc80b04cd93446e4fa955f8e8059e7baa9ae95b748df37a0455e5",
     "bm25-terms": "5fd82228ac48c72a7d7a5c7dc8e0408a12449966765212c4731dab198f3fd00e",
     "concepts": "644e7a04fece227b04f87e536f86857f71dc12158cf3347231285451eba57b96",
+    "synthetic-incidents": "80fc3c3b55be6336f264503da251ee95698d6931a55997bc04a0a16da9b9fc81",
+    "synthetic-queries": "48eb81da71de9c90540ca586fa8f637c80f684707a296cd026db2206e148d907",
 }
 
 
@@ -58,7 +62,8 @@ def _texts() -> tuple[list[str], list[str], list[str]]:
 
 
 def current() -> dict[str, str]:
-    """Digests of everything the embedder produces for the bundled data."""
+    """Digests of everything the embedder produces for the bundled data, and for the
+    benchmark's synthetic incidents (2,000 of them, their titles as queries)."""
     incidents = load_incidents([DATA / "incidents"])
     texts, playbooks, requests = _texts()
     embedder = LexicalEmbedder()
@@ -69,6 +74,12 @@ def current() -> dict[str, str]:
     bm25 = Bm25Match()
     terms = [sorted(bm25._terms(t).items()) for t in texts + requests]
     found = [vocabulary.concepts(t) for t in texts + playbooks + requests]
+    synthetic = bench_incidents(2_000, seed=7)
+    synthetic_frequencies = DocumentFrequencies()
+    for incident in synthetic:
+        synthetic_frequencies.add(
+            embedder.feature_keys(incident_text(incident), synthetic_frequencies)
+        )
     return {
         "incidents": _digest(embed_incidents(embedder, incidents)),
         "paraphrase-incidents": _digest(
@@ -81,6 +92,10 @@ def current() -> dict[str, str]:
         "feature-keys": _digest(np.concatenate(keys)),
         "bm25-terms": hashlib.sha256(json.dumps(terms).encode()).hexdigest(),
         "concepts": hashlib.sha256(json.dumps(found).encode()).hexdigest(),
+        "synthetic-incidents": _digest(embed_incidents(embedder, synthetic)),
+        "synthetic-queries": _digest(
+            embedder.embed_queries(bench_titles(500, seed=11), synthetic_frequencies)
+        ),
     }
 
 
@@ -190,3 +205,24 @@ def test_an_index_sync_counts_and_embeds_as_one_text_at_a_time() -> None:
         keys = [remembering.feature_keys(incident_text(i), expected) for i in incidents]
     assert _digest(vectors) == PINNED["incidents"]
     assert _digest(np.concatenate(keys)) == PINNED["feature-keys"]
+
+
+def test_a_batch_embeds_each_text_as_it_would_alone() -> None:
+    # Rows of one call are computed together; a row must not depend on its neighbours, on
+    # the batch's size or on what the embedder saw before.
+    texts, playbooks, requests = _texts()
+    frequencies = DocumentFrequencies()
+    embedder = LexicalEmbedder()
+    for text in texts:
+        frequencies.add(embedder.feature_keys(text, frequencies))
+    mixed = [*texts[:40], "", "the of a", *requests[:20], *playbooks[:20], "scale down " * 300]
+    together = LexicalEmbedder()
+    for method in ("embed", "embed_documents"):
+        batch = getattr(together, method)(mixed)
+        alone = np.concatenate([getattr(LexicalEmbedder(), method)([t]) for t in mixed])
+        assert batch.tobytes() == alone.tobytes(), method
+    batch = together.embed_queries(mixed, frequencies)
+    alone = np.concatenate([LexicalEmbedder().embed_queries([t], frequencies) for t in mixed])
+    assert batch.tobytes() == alone.tobytes()
+    assert not batch[mixed.index("the of a")].any()  # stopwords only: a zero vector
+    assert together.embed_one(mixed[0]).tobytes() == together.embed([mixed[0]])[0].tobytes()

@@ -116,6 +116,29 @@ class DocumentFrequencies:
         return out
 
 
+class _Hashes(dict[str, int]):
+    """Token → crc32 (stable across processes; ``str.__hash__`` is salted). A token not here
+    is hashed on the lookup and kept while there are fewer than a million."""
+
+    def __missing__(self, token: str) -> int:
+        found = zlib.crc32(token.encode())
+        if len(self) < 1_000_000:
+            self[token] = found
+        return found
+
+
+# Texts embedded together: their blocks are (texts × dimension) float64 arrays.
+_BATCH = 256
+
+
+def _norms(rows: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Each row's Euclidean norm, bit for bit what ``np.linalg.norm(row)`` gives (its
+    ``sqrt(row.dot(row))``): a stacked matmul of vectors takes the same dot product."""
+    dots = np.matmul(rows[:, None, :], rows[:, :, None])[:, 0, 0]
+    out: npt.NDArray[np.float64] = np.sqrt(dots)
+    return out
+
+
 class LexicalEmbedder:
     """Hashed word, character and concept n-grams with sublinear tf, L2-normalised; offline.
 
@@ -141,12 +164,13 @@ class LexicalEmbedder:
         if not 1 <= lo <= hi:
             raise ValueError("char_ngrams must be (low, high) with 1 <= low <= high")
         self._dimension = dimension
+        self._power_of_two = dimension & (dimension - 1) == 0
         self._ngrams = (lo, hi)
         self._word_weight = word_weight
         self._bigram_weight = bigram_weight
         self._vocabulary = vocabulary
         # Token → crc32; the history's vocabulary is small, so this cache stays small.
-        self._hashes: dict[str, int] = {}
+        self._hashes = _Hashes()
         # Word → its character n-grams in order (a tenth of the bound): words repeat.
         self._grams: dict[str, tuple[str, ...]] = {}
         # Texts' features kept while ``remembering`` (one batch of incidents).
@@ -162,38 +186,36 @@ class LexicalEmbedder:
         """Vector length."""
         return self._dimension
 
-    def _hash(self, token: str) -> int:
-        # crc32 is stable across processes (str.__hash__ is salted).
-        found = self._hashes.get(token)
-        if found is None:
-            found = zlib.crc32(token.encode())
-            if len(self._hashes) < 1_000_000:
-                self._hashes[token] = found
-        return found
-
     def _hash_all(self, tokens: Sequence[str]) -> npt.NDArray[np.int64]:
-        found = list(map(self._hashes.get, tokens))
-        if None in found:  # crc32 is never None: these tokens are not cached yet
-            found = [self._hash(t) if h is None else h for t, h in zip(tokens, found, strict=True)]
-        return np.array(found, dtype=np.int64)
+        return np.fromiter(map(self._hashes.__getitem__, tokens), dtype=np.int64, count=len(tokens))
 
-    def _block(
+    def _blocks(
         self,
-        counts: Counter[str],
+        features: list[str],
+        counts: list[int],
+        lengths: list[int],
         frequencies: DocumentFrequencies | None,
-    ) -> npt.NDArray[np.float64] | None:
-        if not counts:
-            return None
-        hashes = self._hash_all(list(counts))
-        weights = 1.0 + np.log(np.fromiter(counts.values(), dtype=np.float64, count=len(counts)))
+    ) -> npt.NDArray[np.float64]:
+        """One block (words or character n-grams) for each of ``len(lengths)`` texts: row
+        ``r`` sums the signed weights of the next ``lengths[r]`` features into their buckets."""
+        rows, dimension = len(lengths), self._dimension
+        hashes = self._hash_all(features)
+        weights = 1.0 + np.log(np.fromiter(counts, dtype=np.float64, count=len(counts)))
         if frequencies is not None:
             weights *= frequencies.idf(hashes & frequencies.mask)
-        # The top bit of the hash gives the sign, so colliding features tend to cancel.
-        signs = np.where(hashes & 0x80000000, -1.0, 1.0)
-        # bincount adds in input order into zeros, as np.add.at did: the same sums, faster.
-        out: npt.NDArray[np.float64] = np.bincount(
-            hashes % self._dimension, weights=signs * weights, minlength=self._dimension
-        ).astype(np.float64, copy=False)
+        # The top bit of the hash gives the sign, so colliding features tend to cancel
+        # (hashes are below 2**32: ``hashes >> 31`` is that bit, and 1 − 2·bit is ±1 exactly).
+        signs = 1.0 - 2.0 * (hashes >> 31)
+        # A power-of-two dimension takes the low bits: the same remainder, cheaper.
+        buckets = hashes & (dimension - 1) if self._power_of_two else hashes % dimension
+        # Each row's buckets are its own stretch of one flat array; bincount adds in input
+        # order into zeros, so every bucket gets its text's features in the text's order.
+        bins = np.repeat(np.arange(rows, dtype=np.int64) * dimension, lengths) + buckets
+        out: npt.NDArray[np.float64] = (
+            np.bincount(bins, weights=signs * weights, minlength=rows * dimension)
+            .astype(np.float64, copy=False)
+            .reshape(rows, dimension)
+        )  # int64 when no features
         return out
 
     def _char_grams(self, word: str) -> tuple[str, ...]:
@@ -232,11 +254,13 @@ class LexicalEmbedder:
         self, text: str, vocabulary: bool = True
     ) -> tuple[Counter[str], Counter[str]]:
         words = tokenize(text)
-        word_feats: Counter[str] = Counter(words)
+        # Words, then bigrams, then concepts, each in first-occurrence order, counted at once.
+        parts: list[Iterable[str]] = [words]
         if self._bigram_weight > 0:
-            word_feats.update(map(" ".join, itertools.pairwise(words)))
+            parts.append(map(" ".join, itertools.pairwise(words)))
         if vocabulary and self._vocabulary:
-            word_feats.update(concepts(text))
+            parts.append(concepts(text))
+        word_feats: Counter[str] = Counter(itertools.chain.from_iterable(parts))
         # Counted in the order the n-grams occur, word by word, as the vectors were defined.
         chars: Counter[str] = Counter(itertools.chain.from_iterable(map(self._char_grams, words)))
         return word_feats, chars
@@ -247,49 +271,95 @@ class LexicalEmbedder:
         hashes = self._hash_all([*word_feats, *chars])
         return np.unique(hashes & frequencies.mask)
 
-    def _embed_one(
-        self, text: str, frequencies: DocumentFrequencies | None, vocabulary: bool = True
+    def _embed_many(
+        self,
+        texts: Sequence[str],
+        frequencies: DocumentFrequencies | None,
+        vocabulary: bool = True,
+    ) -> FloatMatrix:
+        if len(texts) == 1:  # one request's query: no batch arrays to set up
+            return self._embed_single(texts[0], frequencies, vocabulary)[None, :]
+        out = np.zeros((len(texts), self._dimension), dtype=np.float32)
+        for start in range(0, len(texts), _BATCH):
+            chunk = texts[start : start + _BATCH]
+            out[start : start + len(chunk)] = self._embed_batch(chunk, frequencies, vocabulary)
+        return out
+
+    def _embed_single(
+        self, text: str, frequencies: DocumentFrequencies | None, vocabulary: bool
     ) -> npt.NDArray[np.float32]:
+        """``_embed_batch`` for one text with one-dimensional arrays: the same operations."""
         word_feats, chars = self._features(text, vocabulary)
-        words = self._block(word_feats, frequencies)
-        grams = self._block(chars, frequencies)
-        wn = np.linalg.norm(words) if words is not None else 0.0
-        gn = np.linalg.norm(grams) if grams is not None else 0.0
         vec = np.zeros(self._dimension, dtype=np.float64)
-        if words is not None and wn > 0:
-            vec += self._word_weight * words / wn
-        if grams is not None and gn > 0:
-            vec += (1.0 - self._word_weight) * grams / gn
+        for weight, counts in ((self._word_weight, word_feats), (1.0 - self._word_weight, chars)):
+            if not counts:
+                continue
+            block = self._blocks(list(counts), list(counts.values()), [len(counts)], frequencies)[0]
+            norm = np.linalg.norm(block)
+            if norm > 0:
+                vec += weight * block / norm
         norm = np.linalg.norm(vec)
         if norm > 0:
             vec /= norm
         return vec.astype(np.float32)
 
+    def _embed_batch(
+        self, texts: Sequence[str], frequencies: DocumentFrequencies | None, vocabulary: bool
+    ) -> FloatMatrix:
+        """Each text's unit vector: ``normalise(w · words/|words| + (1 − w) · grams/|grams|)``,
+        a block left out when it has no features or a zero norm; the rows are computed
+        together, each with the same operations in the same order as alone."""
+        word_features: list[str] = []
+        word_counts: list[int] = []
+        word_lengths: list[int] = []
+        char_features: list[str] = []
+        char_counts: list[int] = []
+        char_lengths: list[int] = []
+        for text in texts:
+            words, chars = self._features(text, vocabulary)
+            word_features.extend(words)
+            word_counts.extend(words.values())
+            word_lengths.append(len(words))
+            char_features.extend(chars)
+            char_counts.extend(chars.values())
+            char_lengths.append(len(chars))
+        vec = np.zeros((len(texts), self._dimension), dtype=np.float64)
+        for weight, block in (
+            (
+                self._word_weight,
+                self._blocks(word_features, word_counts, word_lengths, frequencies),
+            ),
+            (
+                1.0 - self._word_weight,
+                self._blocks(char_features, char_counts, char_lengths, frequencies),
+            ),
+        ):
+            norms = _norms(block)
+            # ``weight * block / norm``, in place, in that order.
+            np.multiply(block, weight, out=block)
+            np.divide(block, np.where(norms > 0, norms, 1.0)[:, None], out=block)
+            block[norms <= 0] = 0.0  # a block without features (or norm 0) adds nothing
+            vec += block
+        norms = _norms(vec)
+        vec /= np.where(norms > 0, norms, 1.0)[:, None]
+        return vec.astype(np.float32)
+
     def embed_one(self, text: str) -> npt.NDArray[np.float32]:
         """One text's unit vector without concept features (all zeros for no words)."""
-        return self._embed_one(text, None, vocabulary=False)
+        return self._embed_single(text, None, vocabulary=False)
 
     def embed(self, texts: Sequence[str]) -> FloatMatrix:
         """Unit vectors without concept features, one row per text (the playbook catalog's
         comparison, whose calibration was measured without them)."""
-        out = np.zeros((len(texts), self._dimension), dtype=np.float32)
-        for i, text in enumerate(texts):
-            out[i] = self._embed_one(text, None, vocabulary=False)
-        return out
+        return self._embed_many(texts, None, vocabulary=False)
 
     def embed_documents(self, texts: Sequence[str]) -> FloatMatrix:
         """Incident unit vectors with concept features; they depend on the text alone."""
-        out = np.zeros((len(texts), self._dimension), dtype=np.float32)
-        for i, text in enumerate(texts):
-            out[i] = self._embed_one(text, None)
-        return out
+        return self._embed_many(texts, None)
 
     def embed_queries(self, texts: Sequence[str], frequencies: DocumentFrequencies) -> FloatMatrix:
         """Query unit vectors whose features are weighted by their idf in ``frequencies``."""
-        out = np.zeros((len(texts), self._dimension), dtype=np.float32)
-        for i, text in enumerate(texts):
-            out[i] = self._embed_one(text, frequencies)
-        return out
+        return self._embed_many(texts, frequencies)
 
 
 class TfidfEmbedder:

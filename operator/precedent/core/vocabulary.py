@@ -10,6 +10,8 @@ words (``\\w*`` allows inflections: "scaled", "scaling"), at most a few words ap
 
 from __future__ import annotations
 
+import functools
+import operator
 import re
 from collections.abc import Mapping
 
@@ -228,9 +230,13 @@ def _trigger_bits(triggers: Mapping[str, tuple[str, ...]]) -> tuple[tuple[str, i
     """Each distinct trigger with the bits of the concepts it may start (concept order).
 
     A trigger that contains another one is folded into it (a text holding ``scale`` holds
-    ``scal``): a weaker test, never a missed match, and fewer substring tests per text.
+    ``scal``): a weaker test, never a missed match, and fewer substring tests per word.
     """
     every = sorted({t for found in triggers.values() for t in found})
+    for trigger in every:
+        # Triggers are looked for inside single words of the flattened text.
+        if not trigger.isalnum() or trigger != trigger.lower():
+            raise ValueError(f"trigger {trigger!r} must be lower-case letters and digits")
     inner = {t: min((p for p in every if p in t), key=len) for t in every}
     bits: dict[str, int] = {}
     for position, found in enumerate(triggers.values()):
@@ -243,6 +249,37 @@ _TRIGGER_BITS = _trigger_bits(TRIGGERS)
 _MATCHERS: tuple[tuple[str, str, re.Pattern[str], int], ...] = tuple(
     (name, f"~{name}", CONCEPTS[name], 1 << position) for position, name in enumerate(_PHRASES)
 )
+
+# Word → the bits of the concepts whose triggers it contains. A trigger has no separator, so
+# a text holds it exactly when one of its words does; words repeat across texts, so each
+# word's triggers are looked for once (bounded like the embedder's n-gram cache).
+_WORD_BITS: dict[str, int] = {}
+_WORD_BITS_LIMIT = 200_000
+# ``only`` → the bits of those concepts.
+_ONLY_BITS: dict[frozenset[str], int] = {}
+
+
+def _word_bits(word: str) -> int:
+    found = 0
+    for trigger, bits in _TRIGGER_BITS:
+        if trigger in word:
+            found |= bits
+    if len(_WORD_BITS) < _WORD_BITS_LIMIT:
+        _WORD_BITS[word] = found
+    return found
+
+
+def _only_bits(only: frozenset[str]) -> int:
+    found = _ONLY_BITS.get(only)
+    if found is None:
+        found = 0
+        for name, _, _, bit in _MATCHERS:
+            if name in only:
+                found |= bit
+        if len(_ONLY_BITS) < 64:
+            _ONLY_BITS[only] = found
+    return found
+
 
 _SEPARATORS = re.compile(r"[^a-z0-9]+")
 
@@ -268,16 +305,20 @@ def concepts(text: str, *, only: frozenset[str] | None = None) -> list[str]:
     """Concept features of ``text``: ``~name`` once per phrase occurrence, in concept order
     (``only``: just these concepts)."""
     flat = _SEPARATORS.sub(" ", text.lower())
-    # Which concepts can match at all: one scan for the triggers, then their concepts' bits.
-    candidates = 0
-    for trigger, bits in _TRIGGER_BITS:
-        if trigger in flat:
-            candidates |= bits
+    # Which concepts can match at all: the triggers of the text's distinct words.
+    words = set(flat.split())
+    known = list(map(_WORD_BITS.get, words))
+    if None in known:
+        known = [_word_bits(w) if b is None else b for w, b in zip(words, known, strict=True)]
+    candidates: int = functools.reduce(operator.or_, known, 0)
+    if only is not None:
+        candidates &= _only_bits(only)
     found: list[str] = []
-    for name, feature, pattern, bit in _MATCHERS:
-        if not candidates & bit or (only is not None and name not in only):
-            continue
-        hits = len(pattern.findall(flat))
-        if hits:
-            found.extend([feature] * hits)
+    if not candidates:
+        return found
+    for _, feature, pattern, bit in _MATCHERS:
+        if candidates & bit:
+            hits = len(pattern.findall(flat))
+            if hits:
+                found.extend([feature] * hits)
     return found
