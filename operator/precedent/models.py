@@ -79,6 +79,7 @@ __all__ = [
     "TopologyEdge",
     "TopologyHints",
     "TopologyNode",
+    "parse_timestamp",
 ]
 
 API_GROUP = "precedent.dev"
@@ -114,6 +115,22 @@ on it never overflows."""
 
 Timestamp = Annotated[datetime, AfterValidator(_aware_utc)]
 """A datetime with an explicit offset (RFC 3339), normalised to UTC; a naive one is refused."""
+
+
+def parse_timestamp(value: object, field: str) -> datetime:
+    """``value`` read as an RFC 3339 timestamp (``Z`` or an offset), in UTC: the one parse of
+    a timestamp string (API object metadata, stored statuses, OpenSearch hits, flags). A
+    ValueError names ``field``."""
+    try:
+        moment = datetime.fromisoformat(str(value).strip())
+    except ValueError:
+        raise ValueError(
+            f"{field}: not an RFC 3339 time: {value!r} (e.g. 2025-01-01T10:00:00Z)"
+        ) from None
+    try:
+        return _aware_utc(moment)
+    except ValueError as exc:
+        raise ValueError(f"{field}: {exc}") from None
 
 
 class WireModel(BaseModel):
