@@ -119,6 +119,15 @@ def test_eval_on_random_jsonl(tmp_path: Path, lines: list[object]) -> None:
     history.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
     queries = tmp_path / "queries.jsonl"
     queries.write_text('{"query": "restart", "relevant": ["A"]}\n')
-    args = ["eval", "retrieval", "--history", str(history), "--queries", str(queries), "--mode", "rules"]
+    args = [
+        "eval",
+        "retrieval",
+        "--history",
+        str(history),
+        "--queries",
+        str(queries),
+        "--mode",
+        "rules",
+    ]
     result = CliRunner().invoke(main, args)
     assert_clean(result)

@@ -69,7 +69,12 @@ def test_eval_semantic_beats_rules_on_the_paraphrase_set() -> None:
 
 def test_eval_table_output() -> None:
     code, out, _ = _run(
-        "eval", "retrieval", "--history", str(PARAPHRASE_HISTORY), "--queries", str(PARAPHRASE_QUERIES)
+        "eval",
+        "retrieval",
+        "--history",
+        str(PARAPHRASE_HISTORY),
+        "--queries",
+        str(PARAPHRASE_QUERIES),
     )
     assert code == 0
     assert out.splitlines()[0].split() == [
@@ -132,7 +137,9 @@ def test_eval_reports_bad_lines_with_their_number(
     h, q = tmp_path / "h", tmp_path / "q"
     h.write_text(history)
     q.write_text(queries)
-    code, _, err = _run("eval", "retrieval", "--history", str(h), "--queries", str(q), "--mode", "rules")
+    code, _, err = _run(
+        "eval", "retrieval", "--history", str(h), "--queries", str(q), "--mode", "rules"
+    )
     assert code == 1
     assert message in err.replace(str(tmp_path) + "/", "")
 
