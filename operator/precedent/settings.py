@@ -56,6 +56,7 @@ from precedent.models import Severity
 __all__ = [
     "DEFAULT_CATALOG_PATH",
     "ENV_PREFIX",
+    "BreakerLimits",
     "CatalogSettings",
     "CatalogSource",
     "ContextSettings",
