@@ -137,8 +137,8 @@ async def configure(
     settings.posting.level = logging.WARNING
     settings.networking.request_timeout = 30
     settings.watching.chunk_size = LIST_CHUNK_SIZE
-    configure_logging(config.observability.log_format)
     observability = config.observability
+    configure_logging(observability.log_format)
     if observability.metrics_port:
         # Its own port, apart from kopf's liveness endpoint; prometheus-client serves a thread.
         try:
