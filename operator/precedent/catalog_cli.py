@@ -48,8 +48,14 @@ def _serve(
     embedder: str | None,
     mode: str | None,
 ) -> None:
-    settings = settings_or_fail()
-    source = settings.catalog_source(location)
+    settings = settings_or_fail(
+        {
+            "--mode": ("similarity_mode", mode),
+            "--host": ("catalog_host", host),
+            "--port": ("catalog_port", port),
+        }
+    )
+    source = settings.catalog.source(location)
     if source.url is not None:
         fail(f"serve needs a catalog path, not a URL: {source.url}")
     if source.path is None:
@@ -64,14 +70,12 @@ def _serve(
             settings,
             history=history or None,
             catalog=str(source.path),
-            mode=mode,  # type: ignore[arg-type]
             embedder=embedder,
         )
     except PrecedentError as exc:
         fail(str(exc))
         return
-    address = host or settings.catalog_host
-    listen = settings.catalog_port if port is None else port
+    address, listen = settings.catalog.host, settings.catalog.port
     try:
         run(service.catalog, search=service, host=address, port=listen, announce=click.echo)
     except OSError as exc:  # the port is taken, or the address is not this host's
@@ -232,17 +236,21 @@ def query(
     settings = settings_or_fail()
     try:
         pairs = [parse_label(label) for label in labels]
-        source = settings.catalog_source(location)
+        source = settings.catalog.source(location)
         if source.url is None and source.path is None:
             raise PrecedentError(
                 f"no catalog: pass --catalog, set PRECEDENT_CATALOG or add {DEFAULT_CATALOG_PATH}/"
             )
-        selector, _ = build_selector(settings, build_embedder(settings), location=location)
+        selector, _ = build_selector(
+            settings.catalog, build_embedder(settings.retrieval), location=location
+        )
         q = PlaybookQuery.create(
             description,
             pairs,
-            min_confidence=settings.min_confidence if min_confidence is None else min_confidence,
-            max_results=settings.max_playbooks if max_results is None else max_results,
+            min_confidence=(
+                settings.catalog.min_confidence if min_confidence is None else min_confidence
+            ),
+            max_results=settings.catalog.max_playbooks if max_results is None else max_results,
         )
     except (PrecedentError, ValueError) as exc:
         fail(str(exc))

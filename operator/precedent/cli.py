@@ -132,11 +132,13 @@ def score(
     comes from the Namespaces and the environment mapping (a request's labels can only make
     its answer stricter), and the blast radius from the dependency graph of the workloads,
     Services and Ingresses among them. As a GitOps pre-check: --fail-on escalated."""
-    settings = settings_or_fail()
-    if cluster is not None:
-        settings = settings.model_copy(update={"cluster_name": cluster})
-    if risk_model is not None:
-        settings = settings.model_copy(update={"risk_model": risk_model})
+    settings = settings_or_fail(
+        {
+            "--mode": ("similarity_mode", mode),
+            "--risk-model": ("risk_model", risk_model),
+            "--cluster": ("cluster_name", cluster),
+        }
+    )
     try:
         requests = load_requests(paths)
         if not requests:
@@ -145,13 +147,12 @@ def score(
             settings,
             history=history or None,
             catalog=catalog,
-            mode=mode,  # type: ignore[arg-type]
             require_history=True,
         )
-        if facts or settings.environment_mapping is not None:
-            service.facts = build_facts(settings, facts)
-        if facts and settings.blast_radius_enabled:
-            service.blast = build_offline_blast_radius(settings, facts)
+        if facts or settings.context.environment_mapping is not None:
+            service.facts = build_facts(settings.context, facts)
+        if facts and settings.graph.enabled:
+            service.blast = build_offline_blast_radius(settings.graph, facts)
         assessments = run_async(
             service,
             service.assess_many(

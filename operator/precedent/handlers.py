@@ -104,7 +104,7 @@ async def configure(
     memo.index_ready = False
     try:
         config = load_settings()
-        if config.policy_mode == "enforce" and config.status_key is None:
+        if config.policy.mode == "enforce" and config.policy.status_key is None:
             # Without a key no answer survives a restart: every request would be assessed
             # again against today's history, and a forged status could not be told apart.
             raise InputError(
@@ -119,11 +119,11 @@ async def configure(
     # Peering (ignored with --standalone): a random priority unless one is set, so that two
     # replicas never tie; the lifetime bounds how long a standby waits after a crash.
     settings.peering.priority = (
-        config.peering_priority
-        if config.peering_priority is not None
+        config.operator.peering_priority
+        if config.operator.peering_priority is not None
         else secrets.randbelow(2**31 - 1)
     )
-    settings.peering.lifetime = config.peering_lifetime_seconds
+    settings.peering.lifetime = config.operator.peering_lifetime_seconds
     # The replicas meet in the cluster-scoped ClusterKopfPeering object whatever the namespace
     # flags: the Deployment runs with --namespace=* (one watch stream per namespace, so that a
     # flood of requests in one namespace does not queue another namespace's request behind
@@ -137,15 +137,19 @@ async def configure(
     settings.posting.level = logging.WARNING
     settings.networking.request_timeout = 30
     settings.watching.chunk_size = LIST_CHUNK_SIZE
-    configure_logging(config.log_format)
-    if config.metrics_port:
+    observability = config.observability
+    configure_logging(observability.log_format)
+    if observability.metrics_port:
         # Its own port, apart from kopf's liveness endpoint; prometheus-client serves a thread.
         try:
-            prometheus_client.start_http_server(config.metrics_port, addr=config.metrics_host)
+            prometheus_client.start_http_server(
+                observability.metrics_port, addr=observability.metrics_host
+            )
         except OSError as exc:  # kopf would otherwise retry every 60 s, scoring nothing
             reason = os.strerror(exc.errno) if exc.errno else str(exc)
             _stop(
-                f"metrics: cannot listen on {config.metrics_host}:{config.metrics_port}: {reason}"
+                "metrics: cannot listen on "
+                f"{observability.metrics_host}:{observability.metrics_port}: {reason}"
             )
     # The vector index is built (or loaded from PRECEDENT_INDEX_DIR) now, off the event loop,
     # so the first request is answered at once; /healthz says not ready until it is.
@@ -205,7 +209,7 @@ async def configure_outcomes(
         memo.kube_api = api
     memo.events = EventPoster(api)
     memo.event_slots = FairSlots(EVENT_POSTS_AT_ONCE)
-    memo.outcomes = build_outcomes(memo.config, memo.service, cluster=api)
+    memo.outcomes = build_outcomes(memo.config.catalog, memo.service, cluster=api)
     # Every reported outcome counts before the first playbook's status is written: startup
     # handlers finish before any watch starts (see observe_outcome).
     try:
@@ -224,8 +228,8 @@ async def configure_outcomes(
     except PrecedentError as exc:  # the API server is away: kopf runs this again
         raise kopf.TemporaryError(f"cannot list RemediationRequests: {exc}", delay=5) from None
     # Approvals read and patch the request they point at through the same client.
-    memo.approvals = build_approvals(memo.config, memo.service, requests=api)
-    if memo.config.resync_seconds > 0:
+    memo.approvals = build_approvals(memo.config.policy, memo.service, requests=api)
+    if memo.config.operator.resync_seconds > 0:
         memo.resync_task = asyncio.create_task(_resync_forever(memo, logger), name="resync")
 
 
@@ -412,7 +416,7 @@ async def _resync_forever(memo: kopf.Memo, logger: kopf.Logger) -> None:
         (memo.playbook_mirror, upsert_playbook, lambda name: _remove_playbook(memo, name)),
     )
     while True:
-        await asyncio.sleep(memo.config.resync_seconds)
+        await asyncio.sleep(memo.config.operator.resync_seconds)
         await _resync_namespaces(memo, logger)
         for mirror, upsert, delete in kinds:
             mark = mirror.mark()
@@ -933,7 +937,7 @@ GRAPH_RESOURCES = (
 
 def _follows_graph() -> bool:
     try:
-        return load_settings().blast_radius_enabled
+        return load_settings().graph.enabled
     except PrecedentError:
         return True  # configure() reports the bad setting and stops the operator
 
@@ -955,12 +959,12 @@ def graph_object_deleted(
 
 
 async def _resync_graph_forever(memo: kopf.Memo, logger: kopf.Logger) -> None:
-    """List the graph's kinds every ``blast_radius_resync_seconds`` and make the graph equal
+    """List the graph's kinds every ``graph.resync_seconds`` and make the graph equal
     the lists: kopf's re-list never drops what the new list lacks, and a watch resumed against
     a restored API server never delivers those deletions (the history's rule, the same way)."""
     blast: BlastRadiusService = memo.service.blast
     while True:
-        await asyncio.sleep(memo.config.blast_radius_resync_seconds)
+        await asyncio.sleep(memo.config.graph.resync_seconds)
         api: KubeApi = memo.kube_api
         for group, version, plural, kind in GRAPH_RESOURCES:
             prefix = f"/apis/{group}/{version}" if group else f"/api/{version}"
@@ -984,7 +988,7 @@ async def _resync_graph_forever(memo: kopf.Memo, logger: kopf.Logger) -> None:
 async def start_graph_resync(memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
     """Start the periodic full list of the graph's kinds (when the graph and it are on)."""
     _configured(memo)
-    if memo.service.blast is not None and memo.config.blast_radius_resync_seconds > 0:
+    if memo.service.blast is not None and memo.config.graph.resync_seconds > 0:
         memo.graph_resync = asyncio.create_task(
             _resync_graph_forever(memo, logger), name="graph-resync"
         )

@@ -20,7 +20,7 @@ from precedent.core.normalize import canonical_resource_type
 from precedent.core.ports import MemoryFailure
 from precedent.errors import PrecedentError
 from precedent.output import fail, format_table, settings_or_fail
-from precedent.settings import Settings
+from precedent.settings import MemorySettings
 from precedent.wiring import load_history_files
 
 __all__ = ["memory"]
@@ -29,29 +29,29 @@ _T = TypeVar("_T")
 _BATCH = 500
 
 
-def _store(settings: Settings) -> OpenSearchMemory:
-    problem = settings.memory_problem if settings.memory_enabled else None
-    if not settings.memory_url:
+def _store(settings: MemorySettings) -> OpenSearchMemory:
+    problem = settings.problem if settings.enabled else None
+    if not settings.url:
         fail("PRECEDENT_MEMORY_URL: set it to the OpenSearch URL, e.g. https://opensearch:9200")
     if problem is not None:
         fail(problem)
-    key, password = settings.memory_api_key, settings.memory_password
+    key, password = settings.api_key, settings.password
     try:
         client = build_client(
-            settings.memory_url,
-            auth=settings.memory_auth,
+            settings.url,
+            auth=settings.auth,
             api_key=key.get_secret_value() if key else None,
-            username=settings.memory_username,
+            username=settings.username,
             password=password.get_secret_value() if password else None,
-            aws_region=settings.memory_aws_region,
-            aws_service=settings.memory_aws_service,
-            timeout_seconds=max(settings.memory_timeout_ms / 1000.0, 10.0),
-            verify_tls=settings.memory_verify_tls,
-            ca_bundle=settings.memory_ca_bundle,
+            aws_region=settings.aws_region,
+            aws_service=settings.aws_service,
+            timeout_seconds=max(settings.timeout_ms / 1000.0, 10.0),
+            verify_tls=settings.verify_tls,
+            ca_bundle=settings.ca_bundle,
         )
     except MemoryFailure as exc:
         fail(str(exc))
-    return OpenSearchMemory(client, index=settings.memory_index, url=settings.memory_url)
+    return OpenSearchMemory(client, index=settings.index, url=settings.url)
 
 
 def _run(store: OpenSearchMemory, work: Callable[[OpenSearchMemory], Awaitable[_T]]) -> _T:
@@ -82,7 +82,7 @@ def memory() -> None:
 )
 def init_command(manifests: Path) -> None:
     """Create the index template and the index (k-NN enabled) from the shipped mapping."""
-    store = _store(settings_or_fail())
+    store = _store(settings_or_fail().memory)
     result = _run(store, lambda s: s.create_index(manifests))
     click.echo(f"index {store.location}: {result}")
 
@@ -98,15 +98,15 @@ def init_command(manifests: Path) -> None:
 def push_command(history: Path | None) -> None:
     """Upload a history to the memory in bulk, document id = incident id (re-runnable)."""
     settings = settings_or_fail()
-    path = history or settings.history_path
+    path = history or settings.history.path
     if path is None or not path.exists():
         fail(f"no history at {path}: pass --history PATH")
     try:
         incidents = load_history_files([path])
     except PrecedentError as exc:
         fail(str(exc))
-    store = _store(settings)
-    cluster = settings.cluster_name
+    store = _store(settings.memory)
+    cluster = settings.context.cluster_name
 
     async def push(s: OpenSearchMemory) -> int:
         done = 0
@@ -131,13 +131,13 @@ def search_command(text: str, resource_type: str, max_results: int | None) -> No
     """Run the fleet memory's query for TEXT and print the hits."""
     if not text.strip():
         fail("TEXT: the query is empty")
-    settings = settings_or_fail()
+    settings = settings_or_fail().memory
     store = _store(settings)
     query = MemoryQuery(
         text=text,
         resource_type=canonical_resource_type(resource_type),
-        size=max_results or settings.memory_max_results,
-        min_quality=settings.memory_min_quality,
+        size=max_results or settings.max_results,
+        min_quality=settings.min_quality,
     )
     parsed = _run(store, lambda s: s.search(query))
     for line in parsed.skipped:

@@ -5,15 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import click
 import yaml
 
 from precedent.core.printable import printable
-from precedent.errors import InputError
-from precedent.settings import Settings, load_settings
+from precedent.settings import Settings, SettingsError, load_settings
 
 if TYPE_CHECKING:
     from precedent.services import AssessmentService
@@ -120,11 +119,22 @@ def fail(message: str) -> NoReturn:
     sys.exit(1)
 
 
-def settings_or_fail() -> Settings:
-    """The settings, or ``error: PRECEDENT_X: …`` and exit 1 when a variable is invalid."""
+def settings_or_fail(flags: Mapping[str, tuple[str, object | None]] | None = None) -> Settings:
+    """The settings, with a command's ``flags`` applied; or one ``error:`` line and exit 1.
+
+    ``flags`` maps a flag to the flat setting it overrides and its value (None: not given),
+    e.g. ``{"--risk-model": ("risk_model", risk_model)}``: a flag is validated exactly as its
+    variable is, and a bad value is named by the flag (``error: --cluster: …``), a bad
+    variable by its name (``error: invalid configuration: PRECEDENT_X: …``).
+    """
+    given = {flat: value for flat, value in (flags or {}).values() if value is not None}
+    names = {flat: flag for flag, (flat, _) in (flags or {}).items()}
     try:
-        return load_settings()
-    except InputError as exc:
+        return load_settings(given, names=names)
+    except SettingsError as exc:
+        by_flag = [f"{names[flat]}: {text}" for flat, text in exc.problems if flat in given]
+        if by_flag:
+            fail("; ".join(by_flag))
         fail(f"invalid configuration: {exc}")
 
 

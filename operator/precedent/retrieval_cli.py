@@ -1,5 +1,5 @@
-"""Retrieval commands: ``precedent search``, ``precedent eval``, ``precedent index`` and
-``precedent fetch-model``."""
+"""Retrieval commands: ``precedent search``, ``precedent eval retrieval|risk|selection``,
+``precedent index`` and ``precedent fetch-model``."""
 
 from __future__ import annotations
 
@@ -90,7 +90,7 @@ def search_command(
     output: str,
 ) -> None:
     """Rank past incidents for TEXT as the operator ranks a request's similar incidents."""
-    settings = settings_or_fail()
+    settings = settings_or_fail({"--mode": ("similarity_mode", mode)})
     if not text.strip():
         fail("search text is empty")
         return
@@ -98,7 +98,6 @@ def search_command(
         service = build_service(
             settings,
             history=history or None,
-            mode=mode,  # type: ignore[arg-type]
             embedder=embedder,
             require_history=True,
             catalog="",
@@ -146,111 +145,49 @@ def search_command(
     click.echo(format_table(headers, table))
 
 
-@click.command("eval")
+@click.group("eval")
+def eval_command() -> None:
+    """Measure the operator's own code on labelled sets: retrieval quality, risk agreement or
+    playbook selection."""
+
+
+@eval_command.command("retrieval")
 @click.option(
     "--history",
     "history_path",
-    default=None,
-    help="Retrieval: a .jsonl history (required with --queries). Risk: incident YAML file or "
-    "directory, or a .jsonl history (default: $PRECEDENT_HISTORY_PATH or data/incidents).",
-)
-@click.option("--queries", "queries_path", default=None, type=click.Path(dir_okay=False))
-@click.option(
-    "--risk",
-    "risk_path",
-    default=None,
-    type=click.Path(exists=True),
-    help="Labelled RemediationRequests (file or directory) annotated with "
-    "precedent.dev/expected-band: score them and compare.",
+    required=True,
+    metavar="H.jsonl",
+    help="The history: one incident a line.",
 )
 @click.option(
-    "--selection",
-    "selection_path",
-    default=None,
-    type=click.Path(exists=True),
-    help="Labelled RemediationRequests (file or directory) annotated with "
-    "precedent.dev/acceptable-playbooks: select a playbook for each and compare.",
-)
-@click.option(
-    "--selection-model",
-    "selection_models",
-    type=click.Choice(list(SELECTION_MODELS)),
-    multiple=True,
-    help="Selection model(s) for --selection (repeatable). Default: every model, side by side.",
-)
-@click.option(
-    "--catalog",
-    default=None,
-    help="Playbook catalog for --selection (default: $PRECEDENT_CATALOG or data/playbooks).",
+    "--queries",
+    "queries_path",
+    required=True,
+    metavar="Q.jsonl",
+    type=click.Path(dir_okay=False),
+    help="The labelled queries: one a line, with the ids of the incidents that answer it.",
 )
 @click.option("--embedder", type=_EMBEDDER_CHOICE, default=None, help="Default: settings.")
 @click.option("--mode", type=_MODE_CHOICE, default=None, help="Default: settings (hybrid).")
-@click.option(
-    "--risk-model",
-    type=click.Choice(["seed", "default"]),
-    default=None,
-    help="Risk model for --risk. Default: $PRECEDENT_RISK_MODEL (default).",
-)
-@click.option(
-    "-f",
-    "--filename",
-    "facts",
-    multiple=True,
-    metavar="PATH",
-    help="For --risk: the clusters' facts, as precedent score takes them (Namespace manifests "
-    "and EnvironmentMapping documents). Each labelled request is answered in the cluster its "
-    "precedent.dev/cluster annotation names (else --cluster); a Namespace annotated "
-    "precedent.dev/cluster belongs to that cluster only. Without it the labels are claims.",
-)
-@click.option(
-    "--cluster",
-    metavar="NAME",
-    help="For --risk: the cluster of requests that name none (default: $PRECEDENT_CLUSTER_NAME).",
-)
 @output_option(
     ("table", "wide", "json", "yaml"),
     help_text="table (wide: the same); json/yaml: every number, one document.",
 )
-def eval_command(
-    history_path: str | None,
-    queries_path: str | None,
-    risk_path: str | None,
-    selection_path: str | None,
-    selection_models: tuple[str, ...],
-    catalog: str | None,
+def eval_retrieval_command(
+    history_path: str,
+    queries_path: str,
     embedder: str | None,
     mode: str | None,
-    risk_model: str | None,
-    facts: tuple[str, ...],
-    cluster: str | None,
     output: str,
 ) -> None:
-    """Retrieval quality (--history H.jsonl --queries Q.jsonl: MRR, hit@k, MAP@10), risk
-    agreement (--risk DIR: accuracy, confusion matrix, misses) or playbook selection
-    (--selection DIR: accuracy, wrong-confident and manual rates per selection model) of the
-    operator's own code."""
-    settings = settings_or_fail()
-    if selection_path is not None:
-        _eval_selection(settings, selection_path, selection_models, catalog, embedder, output)
-        return
-    if risk_model is not None:
-        settings = settings.model_copy(update={"risk_model": risk_model})
-    if cluster is not None:
-        settings = settings.model_copy(update={"cluster_name": cluster})
-    if risk_path is not None:
-        _eval_risk(settings, risk_path, history_path, embedder, mode, output, facts)
-        return
-    if facts or cluster is not None:
-        fail("-f and --cluster go with --risk")
-    if history_path is None or queries_path is None:
-        fail("pass --history H.jsonl and --queries Q.jsonl, or --risk PATH")
+    """Retrieval quality of the operator's ranking: MRR, hit@1, hit@5 and MAP@10."""
+    settings = settings_or_fail({"--mode": ("similarity_mode", mode)})
     try:
         history = load_history_jsonl(history_path)
         queries = load_queries_jsonl(queries_path, history)
         service = build_service(
             settings,
             incidents=history.incidents,
-            mode=mode,  # type: ignore[arg-type]
             embedder=embedder,
             require_history=True,
             catalog="",
@@ -283,16 +220,106 @@ def eval_command(
     )
 
 
+@eval_command.command("risk")
+@click.argument("risk_path", metavar="PATH", type=click.Path(exists=True))
+@click.option(
+    "--history",
+    "history_path",
+    default=None,
+    help="Incident YAML file or directory, or a .jsonl history (default: "
+    "$PRECEDENT_HISTORY_PATH or data/incidents).",
+)
+@click.option("--embedder", type=_EMBEDDER_CHOICE, default=None, help="Default: settings.")
+@click.option("--mode", type=_MODE_CHOICE, default=None, help="Default: settings (hybrid).")
+@click.option(
+    "--risk-model",
+    type=click.Choice(["seed", "default"]),
+    default=None,
+    help="Default: $PRECEDENT_RISK_MODEL (default).",
+)
+@click.option(
+    "-f",
+    "--filename",
+    "facts",
+    multiple=True,
+    metavar="PATH",
+    help="The clusters' facts, as precedent score takes them (Namespace manifests and "
+    "EnvironmentMapping documents). Each labelled request is answered in the cluster its "
+    "precedent.dev/cluster annotation names (else --cluster); a Namespace annotated "
+    "precedent.dev/cluster belongs to that cluster only. Without it the labels are claims.",
+)
+@click.option(
+    "--cluster",
+    metavar="NAME",
+    help="The cluster of requests that name none (default: $PRECEDENT_CLUSTER_NAME).",
+)
+@output_option(
+    ("table", "wide", "json", "yaml"),
+    help_text="table (wide: the same); json/yaml: every number, one document.",
+)
+def eval_risk_command(
+    risk_path: str,
+    history_path: str | None,
+    embedder: str | None,
+    mode: str | None,
+    risk_model: str | None,
+    facts: tuple[str, ...],
+    cluster: str | None,
+    output: str,
+) -> None:
+    """Risk agreement on labelled RemediationRequests in PATH (file or directory, annotated
+    with precedent.dev/expected-band): accuracy, confusion matrix and misses."""
+    settings = settings_or_fail(
+        {
+            "--mode": ("similarity_mode", mode),
+            "--risk-model": ("risk_model", risk_model),
+            "--cluster": ("cluster_name", cluster),
+        }
+    )
+    _eval_risk(settings, risk_path, history_path, embedder, output, facts)
+
+
+@eval_command.command("selection")
+@click.argument("selection_path", metavar="PATH", type=click.Path(exists=True))
+@click.option(
+    "--selection-model",
+    "selection_models",
+    type=click.Choice(list(SELECTION_MODELS)),
+    multiple=True,
+    help="Selection model(s) (repeatable). Default: every model, side by side.",
+)
+@click.option(
+    "--catalog",
+    default=None,
+    help="Playbook catalog (default: $PRECEDENT_CATALOG or data/playbooks).",
+)
+@click.option("--embedder", type=_EMBEDDER_CHOICE, default=None, help="Default: settings.")
+@output_option(
+    ("table", "wide", "json", "yaml"),
+    help_text="table (wide: the same); json/yaml: every number, one document.",
+)
+def eval_selection_command(
+    selection_path: str,
+    selection_models: tuple[str, ...],
+    catalog: str | None,
+    embedder: str | None,
+    output: str,
+) -> None:
+    """Playbook selection on labelled RemediationRequests in PATH (file or directory,
+    annotated with precedent.dev/acceptable-playbooks): accuracy, wrong-confident and manual
+    rates per selection model."""
+    _eval_selection(selection_path, selection_models, catalog, embedder, output)
+
+
 def _eval_risk(
     settings: Settings,
     risk_path: str,
     history_path: str | None,
     embedder: str | None,
-    mode: str | None,
     output: str,
-    facts: tuple[str, ...] = (),
+    facts: tuple[str, ...],
 ) -> None:
-    verified = bool(facts) or settings.environment_mapping is not None
+    verified = bool(facts) or settings.context.environment_mapping is not None
     try:
         labelled = load_labelled_requests([risk_path])
         if not labelled:
@@ -300,7 +327,6 @@ def _eval_risk(
         service = build_service(
             settings,
             history=[history_path] if history_path else None,
-            mode=mode,  # type: ignore[arg-type]
             embedder=embedder,
             require_history=True,
             catalog="",
@@ -309,10 +335,8 @@ def _eval_risk(
 
         def facts_of(cluster: str | None) -> ContextFacts:
             if cluster not in cache:
-                named = cluster or settings.cluster_name
-                cache[cluster] = build_facts(
-                    settings.model_copy(update={"cluster_name": named}), facts
-                )
+                named = cluster or settings.context.cluster_name
+                cache[cluster] = build_facts(settings.context.for_cluster(named), facts)
             return cache[cluster]
 
         evaluation = run_async(
@@ -378,7 +402,6 @@ def _split(results: list[SelectionResult], split: str) -> SelectionEvaluation | 
 
 
 def _eval_selection(
-    settings: Settings,
     path: str,
     models: tuple[str, ...],
     catalog: str | None,
@@ -391,8 +414,9 @@ def _eval_selection(
         if not labelled:
             raise PrecedentError(f"no RemediationRequest documents in {path}")
         for name in models or tuple(SELECTION_MODELS):
+            settings = settings_or_fail({"--selection-model": ("selection_model", name)})
             service = build_service(
-                settings.model_copy(update={"selection_model": name}),
+                settings,
                 incidents=[],  # selection reads the catalog only
                 mode="rules",
                 embedder=embedder,
@@ -465,23 +489,22 @@ def _rate_json(rate: Any) -> dict[str, Any]:
 )
 def index_command(history: tuple[str, ...], embedder: str | None, save_dir: Path | None) -> None:
     """Build (or update) the vector index for a history and print its stats."""
-    settings = settings_or_fail()
-    if save_dir is not None:
-        settings = settings.model_copy(update={"index_dir": save_dir})
+    settings = settings_or_fail({"--save": ("index_dir", save_dir)})
+    retrieval = settings.retrieval
     try:
         paths: list[str | Path] = list(history)
-        if not paths and settings.history_path is not None:
-            paths = [settings.history_path]
+        if not paths and settings.history.path is not None:
+            paths = [settings.history.path]
         incidents = load_history_files(paths) if paths else []
         if not incidents:
             raise PrecedentError(
                 "history is empty: pass --history PATH or set PRECEDENT_HISTORY_PATH"
             )
-        neighbours = build_neighbours(settings, build_embedder(settings, embedder))
+        neighbours = build_neighbours(retrieval, build_embedder(retrieval, embedder))
         with progress(len(incidents), "embedding") as advance:
             report = neighbours.sync(History(incidents), progress=advance)
-        if settings.index_dir is not None:
-            neighbours.index.save(settings.index_dir)  # here saving is the point: say if it fails
+        if retrieval.index_dir is not None:
+            neighbours.index.save(retrieval.index_dir)  # here saving is the point: say if it fails
     except PrecedentError as exc:
         fail(str(exc))
         return
@@ -491,8 +514,8 @@ def index_command(history: tuple[str, ...], embedder: str | None, save_dir: Path
     click.echo(f"embedded:   {report.embedded} (kept {report.kept}, removed {report.removed})")
     domains = ", ".join(f"{k or '(none)'} {v}" for k, v in stats.domain_distribution.items())
     click.echo(f"domains:    {domains}")
-    if settings.index_dir is not None:
-        click.echo(f"saved in:   {settings.index_dir}")
+    if retrieval.index_dir is not None:
+        click.echo(f"saved in:   {retrieval.index_dir}")
 
 
 @click.command("fetch-model")

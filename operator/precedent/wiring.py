@@ -1,10 +1,13 @@
 """The composition root: every component is built here, once, from ``Settings``.
 
+Each builder takes the settings group of its concern (``settings.catalog``,
+``settings.retrieval`` …), not the whole settings; :func:`build_service` composes them.
+
 The operator's start-up, every CLI command, the benchmarks and the test fixtures get their
 components from :func:`build_service` (or the smaller builders below), so ``precedent score``
 and the operator answer the same for the same settings: one embedder shared by the incident
 index and the playbook catalog, one rule for where playbooks come from
-(:meth:`Settings.catalog_source`), one rule for where the history comes from.
+(:meth:`CatalogSettings.source`), one rule for where the history comes from.
 """
 
 from __future__ import annotations
@@ -42,7 +45,17 @@ from precedent.services.integrity import StatusSigner
 from precedent.services.memory import FleetMemory
 from precedent.services.outcomes import ClusterWriter, OutcomeService
 from precedent.services.selection import PlaybookSelector
-from precedent.settings import Settings
+from precedent.settings import (
+    BreakerLimits,
+    CatalogSettings,
+    ContextSettings,
+    GraphSettings,
+    MemorySettings,
+    PolicySettings,
+    RankingSettings,
+    RetrievalSettings,
+    Settings,
+)
 
 __all__ = [
     "EMBEDDERS",
@@ -61,7 +74,7 @@ EMBEDDERS = ("lexical", "onnx", "http", "tfidf")
 
 
 def build_embedder(
-    settings: Settings, name: str | None = None, *, corpus: Sequence[Incident] = ()
+    settings: RetrievalSettings, name: str | None = None, *, corpus: Sequence[Incident] = ()
 ) -> Embedder:
     """The embedder ``name`` (default: ``settings.embedder``) configured from settings.
 
@@ -69,7 +82,7 @@ def build_embedder(
     """
     choice = name or settings.embedder
     if choice == "lexical":
-        return LexicalEmbedder(settings.embedding_dimension)
+        return LexicalEmbedder(settings.dimension)
     if choice == "tfidf":
         return TfidfEmbedder(incident_text(i) for i in corpus)
     if choice == "onnx":
@@ -84,18 +97,18 @@ def build_embedder(
     if choice == "http":
         from precedent.adapters.http_embedder import HttpEmbedder
 
-        key = settings.embedding_api_key
+        key = settings.api_key
         return HttpEmbedder(
-            settings.embedding_url,
-            settings.embedding_model,
+            settings.url,
+            settings.model,
             api_key=key.get_secret_value() if key else None,
-            timeout=settings.embedding_timeout_seconds,
-            retries=settings.embedding_retries,
+            timeout=settings.timeout_seconds,
+            retries=settings.retries,
         )
     raise InputError(f"unknown embedder {choice!r}: expected one of {', '.join(EMBEDDERS)}")
 
 
-def build_neighbours(settings: Settings, embedder: Embedder) -> VectorNeighbours:
+def build_neighbours(settings: RetrievalSettings, embedder: Embedder) -> VectorNeighbours:
     """Semantic neighbours over ``embedder`` and a FAISS index configured by settings."""
     index = None
     if settings.index_dir is None:
@@ -121,56 +134,61 @@ def build_neighbours(settings: Settings, embedder: Embedder) -> VectorNeighbours
 
 
 def build_memory(
-    settings: Settings,
+    settings: MemorySettings,
     embedder: Embedder | None = None,
     *,
+    cluster_name: str | None,
+    ranking: RankingSettings,
+    breaker: BreakerLimits,
     store: IncidentMemory | None = None,
     metrics: Metrics = METRICS,
 ) -> FleetMemory | None:
     """The fleet memory over OpenSearch (seed 001), or None when it is disabled.
 
+    ``cluster_name`` is this cluster's (``settings.context``), ``ranking`` orders what the
+    memory returns, and ``breaker`` is the catalog's circuit breaker (``settings.catalog``),
+    which the memory reuses.
+
     ``store`` replaces the OpenSearch adapter (tests: a double over openmock). A memory that
     is enabled but misconfigured is an InputError naming the variable; one that is down is not
     an error here (requests are scored without it and say so).
     """
-    if not settings.memory_enabled:
+    if not settings.enabled:
         return None
     if store is None:
-        problem = settings.memory_problem
+        problem = settings.problem
         if problem is not None:
             raise InputError(problem)
         from precedent.adapters.memory_opensearch import OpenSearchMemory, build_client
 
         try:
             client = build_client(
-                settings.memory_url,
-                auth=settings.memory_auth,
-                api_key=_secret(settings.memory_api_key),
-                username=settings.memory_username,
-                password=_secret(settings.memory_password),
-                aws_region=settings.memory_aws_region,
-                aws_service=settings.memory_aws_service,
-                timeout_seconds=settings.memory_timeout_ms / 1000.0,
-                verify_tls=settings.memory_verify_tls,
-                ca_bundle=settings.memory_ca_bundle,
+                settings.url,
+                auth=settings.auth,
+                api_key=_secret(settings.api_key),
+                username=settings.username,
+                password=_secret(settings.password),
+                aws_region=settings.aws_region,
+                aws_service=settings.aws_service,
+                timeout_seconds=settings.timeout_ms / 1000.0,
+                verify_tls=settings.verify_tls,
+                ca_bundle=settings.ca_bundle,
             )
         except MemoryFailure as exc:
             raise InputError(str(exc)) from None
-        store = OpenSearchMemory(client, index=settings.memory_index, url=settings.memory_url)
+        store = OpenSearchMemory(client, index=settings.index, url=settings.url)
     return FleetMemory(
         store,
-        cluster_name=settings.cluster_name,
-        max_results=settings.memory_max_results,
-        min_quality=settings.memory_min_quality,
-        timeout_ms=settings.memory_timeout_ms,
+        cluster_name=cluster_name,
+        max_results=settings.max_results,
+        min_quality=settings.min_quality,
+        timeout_ms=settings.timeout_ms,
         topology=settings.topology_limits,
-        ranking=settings.ranking_weights,
+        ranking=ranking.weights,
         embedder=embedder,
-        failure_threshold=settings.breaker_failure_threshold,
-        reset_seconds=settings.breaker_reset_seconds,
-        write_retry=RetryPolicy(
-            retries=settings.memory_write_retries, base_delay=0.5, max_delay=5.0
-        ),
+        failure_threshold=breaker.failure_threshold,
+        reset_seconds=breaker.reset_seconds,
+        write_retry=RetryPolicy(retries=settings.write_retries, base_delay=0.5, max_delay=5.0),
         metrics=metrics,
     )
 
@@ -198,7 +216,7 @@ def load_history_files(paths: Sequence[str | Path]) -> list[Incident]:
 
 
 def _local_catalog(
-    settings: Settings, embedder: Embedder, path: Path | None
+    settings: CatalogSettings, embedder: Embedder, path: Path | None
 ) -> LocalPlaybookCatalog:
     playbooks: list[Playbook] = []
     if path is not None:
@@ -216,32 +234,32 @@ def _local_catalog(
 
 
 def build_selector(
-    settings: Settings,
+    settings: CatalogSettings,
     embedder: Embedder,
     *,
     location: str | None = None,
 ) -> tuple[PlaybookSelector, LocalPlaybookCatalog]:
-    """The playbook selector and its in-process catalog, by :meth:`Settings.catalog_source`.
+    """The playbook selector and its in-process catalog, by :meth:`CatalogSettings.source`.
 
     With a URL the remote catalog is asked first and the in-process catalog answers when it
     fails; otherwise the in-process catalog is the catalog. The in-process catalog is returned
     so that the operator can add Playbook objects to it.
     """
-    source = settings.catalog_source(location)
+    source = settings.source(location)
     local = _local_catalog(settings, embedder, source.path)
     primary: LocalPlaybookCatalog | HttpPlaybookCatalog = local
     if source.url is not None:
         primary = HttpPlaybookCatalog(
             source.url,
-            timeout=settings.catalog_timeout_seconds,
-            retry=settings.catalog_retry,
+            timeout=settings.timeout_seconds,
+            retry=settings.retry,
             failure_threshold=settings.breaker_failure_threshold,
             reset_seconds=settings.breaker_reset_seconds,
         )
     selector = PlaybookSelector(
         primary,
         fallback=local if source.url is not None else None,
-        cache_ttl_seconds=settings.catalog_cache_ttl_seconds,
+        cache_ttl_seconds=settings.cache_ttl_seconds,
         min_confidence=settings.min_confidence,
         max_results=settings.max_playbooks,
         weights=settings.confidence_weights,
@@ -263,7 +281,7 @@ def build_service(
 ) -> AssessmentService:
     """The assessment service with every dependency, as the operator and the CLI use it.
 
-    ``history`` overrides ``settings.history_path`` (files, directories or one ``.jsonl``),
+    ``history`` overrides ``settings.history.path`` (files, directories or one ``.jsonl``),
     and ``incidents`` (already read, e.g. a JSON Lines history) overrides both;
     ``catalog``, ``mode`` and ``embedder`` override their settings (the CLI's options).
     ``require_history`` makes a missing or empty history an error (the CLI), where the
@@ -271,62 +289,69 @@ def build_service(
     operator) selects playbooks even when no catalog file is configured, since Playbook
     objects fill the in-process catalog; elsewhere no catalog means no playbook selection.
     """
+    configured = settings.history.path
     paths: Sequence[str | Path] = history or (
-        [settings.history_path]
-        if settings.history_path is not None and settings.history_path.exists()
-        else []
+        [configured] if configured is not None and configured.exists() else []
     )
     if require_history and not paths:
         raise InputError(
-            f"no history at {settings.history_path}: pass --history PATH or set "
-            "PRECEDENT_HISTORY_PATH"
+            f"no history at {configured}: pass --history PATH or set PRECEDENT_HISTORY_PATH"
         )
     if incidents is not None:
         paths = ["(given)"]
     base = list(incidents) if incidents is not None else load_history_files(paths) if paths else []
     if require_history and not base:
         raise InputError(f"history is empty: no Incident documents in {', '.join(map(str, paths))}")
-    chosen: SimilarityMode = mode or settings.similarity_mode
+    chosen: SimilarityMode = mode or settings.history.similarity_mode
     # One embedder for incidents and playbooks, as configured (PRECEDENT_EMBEDDER…).
-    shared = build_embedder(settings, embedder, corpus=base)
-    selector, local = build_selector(settings, shared, location=catalog)
-    source = settings.catalog_source(catalog)
+    shared = build_embedder(settings.retrieval, embedder, corpus=base)
+    selector, local = build_selector(settings.catalog, shared, location=catalog)
+    source = settings.catalog.source(catalog)
     selects = follows_cluster or source.url is not None or source.path is not None
     service = AssessmentService(
         HistoryStore(base),
-        neighbours=None if chosen == "rules" else build_neighbours(settings, shared),
+        neighbours=None if chosen == "rules" else build_neighbours(settings.retrieval, shared),
         selector=selector if selects else None,
         catalog=local,
         policy=PolicyEngine(
-            enforce=settings.policy_mode == "enforce",
-            registry=load_action_registry(settings.action_registry),
+            enforce=settings.policy.mode == "enforce",
+            registry=load_action_registry(settings.policy.action_registry),
             blast=BlastLimits(
-                max_upstream=settings.blast_radius_max_upstream,
-                escalate_critical=settings.blast_radius_escalate_critical,
+                max_upstream=settings.graph.max_upstream,
+                escalate_critical=settings.graph.escalate_critical,
             ),
         ),
         config=AssessmentSettings(
             mode=chosen,
-            risk_model=risk_model_named(settings.risk_model),
-            threshold=settings.similarity_threshold,
-            top_k=settings.top_similar,
-            semantic_k=settings.semantic_k,
-            ranking=settings.ranking_weights,
-            success_prior=settings.success_prior,
-            max_attempts=settings.max_attempts,
+            risk_model=risk_model_named(settings.risk.model),
+            threshold=settings.history.similarity_threshold,
+            top_k=settings.history.top_similar,
+            semantic_k=settings.retrieval.semantic_k,
+            ranking=settings.ranking.weights,
+            success_prior=settings.catalog.success_prior,
+            max_attempts=settings.operator.max_attempts,
         ),
-        signer=StatusSigner(
-            settings.status_key.get_secret_value().encode() if settings.status_key else None
+        signer=_signer(settings.policy),
+        memory=build_memory(
+            settings.memory,
+            shared,
+            cluster_name=settings.context.cluster_name,
+            ranking=settings.ranking,
+            breaker=settings.catalog.breaker,
         ),
-        memory=build_memory(settings, shared),
-        blast=build_blast_radius(settings) if follows_cluster else None,
+        blast=build_blast_radius(settings.graph) if follows_cluster else None,
     )
     if follows_cluster:  # Namespaces come from the operator's watch
-        service.facts = build_facts(settings)
+        service.facts = build_facts(settings.context)
     return service
 
 
-def build_facts(settings: Settings, paths: Sequence[str | Path] = ()) -> ContextFacts:
+def _signer(settings: PolicySettings) -> StatusSigner:
+    key = settings.status_key
+    return StatusSigner(key.get_secret_value().encode() if key is not None else None)
+
+
+def build_facts(settings: ContextSettings, paths: Sequence[str | Path] = ()) -> ContextFacts:
     """Where things run: the environment mapping and default from the settings, the
     cluster's name, and Namespaces (from ``paths``; the operator's watch adds them)."""
     rules = load_mapping(settings.environment_mapping) if settings.environment_mapping else []
@@ -339,22 +364,22 @@ def build_facts(settings: Settings, paths: Sequence[str | Path] = ()) -> Context
 
 
 def build_offline_blast_radius(
-    settings: Settings, paths: Sequence[str | Path]
+    settings: GraphSettings, paths: Sequence[str | Path]
 ) -> BlastRadiusService:
     """The dependency graph of the objects in ``paths`` (a cluster's manifests), for the CLI:
     the graph the operator's watches would hold for the same objects."""
-    return BlastRadiusService(graph_from_files(paths), namespaces=settings.blast_namespaces)
+    return BlastRadiusService(graph_from_files(paths), namespaces=settings.followed_namespaces)
 
 
-def build_blast_radius(settings: Settings) -> BlastRadiusService | None:
+def build_blast_radius(settings: GraphSettings) -> BlastRadiusService | None:
     """The dependency graph the operator's watches keep current, or None when it is off."""
-    if not settings.blast_radius_enabled:
+    if not settings.enabled:
         return None
-    return BlastRadiusService(namespaces=settings.blast_namespaces)
+    return BlastRadiusService(namespaces=settings.followed_namespaces)
 
 
 def build_outcomes(
-    settings: Settings, service: AssessmentService, cluster: ClusterWriter | None = None
+    settings: CatalogSettings, service: AssessmentService, cluster: ClusterWriter | None = None
 ) -> OutcomeService:
     """Outcome handling over the service's in-process catalog, with the same success prior;
     its ledger becomes the service's base-rate evidence."""
@@ -370,10 +395,10 @@ def build_outcomes(
 
 
 def build_approvals(
-    settings: Settings, service: AssessmentService, requests: RequestStore | None = None
+    settings: PolicySettings, service: AssessmentService, requests: RequestStore | None = None
 ) -> ApprovalService:
     """Approval handling with the service's status signer and the configured policy mode."""
     policy = ApprovalPolicy(
-        enforce=settings.policy_mode == "enforce", break_glass_group=settings.break_glass_group
+        enforce=settings.mode == "enforce", break_glass_group=settings.break_glass_group
     )
     return ApprovalService(policy, service.signer, requests)

@@ -75,10 +75,10 @@ def test_neighbours_are_calibrated_and_domain_filtered(seed_history: History) ->
 
 def test_build_from_settings() -> None:
     settings = Settings(embedding_dimension=128, semantic_floor=0.05, ranking_vector_weight=0.9)
-    neighbours = build_neighbours(settings, build_embedder(settings))
+    neighbours = build_neighbours(settings.retrieval, build_embedder(settings.retrieval))
     assert neighbours.name == "lexical-128"
     assert neighbours.calibration.floor == 0.05
-    weights = settings.ranking_weights
+    weights = settings.ranking.weights
     assert weights.vector_weight == 0.9
     assert weights.priority_weights[Severity.LOW] == 0.3
     assert Incident.model_validate({"id": "x", "title": "y"}).severity is Severity.MEDIUM

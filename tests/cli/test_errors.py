@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 from click.testing import CliRunner, Result
 from hypothesis import HealthCheck, given, settings
@@ -55,6 +56,39 @@ def test_catalog_serve_on_a_taken_port_is_one_line() -> None:
         done.stderr
     )
     assert "Traceback" not in done.stderr
+
+
+def test_a_bad_flag_value_is_one_line_naming_the_flag(monkeypatch: pytest.MonkeyPatch) -> None:
+    # --cluster sets PRECEDENT_CLUSTER_NAME's setting and is validated as the variable is.
+    monkeypatch.delenv("PRECEDENT_CLUSTER_NAME", raising=False)
+    long = "c" * 300
+    for args in (
+        ["score", "--history", HISTORY, "--cluster", long, str(DATA / "risk")],
+        ["eval", "risk", str(DATA / "risk" / "readonly.yaml"), "--cluster", long],
+    ):
+        result = CliRunner().invoke(main, args)
+        assert_clean(result)
+        assert result.exit_code == 1
+        assert result.stderr.startswith("error: --cluster: "), result.stderr
+        assert "253" in result.stderr
+
+
+def test_a_bad_variable_is_named_and_a_flag_beside_it_is_not_blamed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PRECEDENT_TOP_SIMILAR", "0")
+    result = CliRunner().invoke(
+        main, ["score", "--history", HISTORY, "--risk-model", "seed", str(DATA / "risk")]
+    )
+    assert_clean(result)
+    assert result.stderr.startswith("error: invalid configuration: PRECEDENT_TOP_SIMILAR: ")
+
+
+def test_eval_takes_one_subcommand_per_evaluation() -> None:
+    for name in ("retrieval", "risk", "selection"):
+        assert CliRunner().invoke(main, ["eval", name, "--help"]).exit_code == 0
+    # The former form is a usage error (exit 2), not a silent choice of one evaluation.
+    assert CliRunner().invoke(main, ["eval", "--risk", str(DATA / "risk")]).exit_code == 2
 
 
 def test_one_line_folds_newlines_and_escapes_what_a_terminal_cannot_print() -> None:
@@ -119,6 +153,15 @@ def test_eval_on_random_jsonl(tmp_path: Path, lines: list[object]) -> None:
     history.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
     queries = tmp_path / "queries.jsonl"
     queries.write_text('{"query": "restart", "relevant": ["A"]}\n')
-    args = ["eval", "--history", str(history), "--queries", str(queries), "--mode", "rules"]
+    args = [
+        "eval",
+        "retrieval",
+        "--history",
+        str(history),
+        "--queries",
+        str(queries),
+        "--mode",
+        "rules",
+    ]
     result = CliRunner().invoke(main, args)
     assert_clean(result)

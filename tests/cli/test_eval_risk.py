@@ -1,4 +1,4 @@
-"""``precedent eval --risk`` with the clusters' facts: each labelled request is answered in its
+"""``precedent eval risk`` with the clusters' facts: each labelled request is answered in its
 verified context (the Namespaces' labels and the environment mapping of the cluster it runs
 in), as that cluster's operator answers it, and the agreement does not drop."""
 
@@ -16,7 +16,7 @@ FACTS = "tests/data/risk-facts"
 
 
 def _accuracy(*args: str) -> dict[str, object]:
-    proc = run("eval", "--risk", RISK, "-o", "json", *args)
+    proc = run("eval", "risk", RISK, "-o", "json", *args)
     assert proc.returncode == 0, proc.stderr
     return dict(json.loads(proc.stdout))
 
@@ -80,16 +80,16 @@ def test_a_claim_the_facts_contradict_is_not_used_by_the_eval(tmp_path: Path) ->
     }
     labelled = tmp_path / "claims.yaml"
     labelled.write_text(yaml.safe_dump(body))
-    claimed = run("eval", "--risk", str(labelled), "-o", "json")
-    verified = run("eval", "--risk", str(labelled), "-f", str(REPO / FACTS), "-o", "json")
+    claimed = run("eval", "risk", str(labelled), "-o", "json")
+    verified = run("eval", "risk", str(labelled), "-f", str(REPO / FACTS), "-o", "json")
     assert claimed.returncode == 0, claimed.stderr
     assert verified.returncode == 0, verified.stderr
     assert json.loads(claimed.stdout)["correct"] == 0
     assert json.loads(verified.stdout)["correct"] == 1
     # The table says which it was.
-    table = run("eval", "--risk", str(labelled))
+    table = run("eval", "risk", str(labelled))
     assert "claims (unverified)" in table.stdout
     assert (
         "verified from the given facts"
-        in run("eval", "--risk", str(labelled), "-f", str(REPO / FACTS)).stdout
+        in run("eval", "risk", str(labelled), "-f", str(REPO / FACTS)).stdout
     )

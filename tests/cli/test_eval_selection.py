@@ -1,4 +1,4 @@
-"""`precedent eval --selection`: the labelled set through the operator's selector."""
+"""`precedent eval selection`: the labelled set through the operator's selector."""
 
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ CATALOG = ROOT / "data" / "playbooks"
 
 
 def run(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(main, ["eval", *args])
+    result = CliRunner().invoke(main, ["eval", "selection", *args])
     return result.exit_code, result.output
 
 
 def test_every_model_side_by_side_with_intervals() -> None:
-    code, out = run("--selection", str(SET), "--catalog", str(CATALOG))
+    code, out = run(str(SET), "--catalog", str(CATALOG))
     assert code == 0, out
     assert out.startswith("106 labelled requests")
     for name in ("seed", "action-label", "selective", "embedded-actions", "default"):
@@ -31,7 +31,6 @@ def test_every_model_side_by_side_with_intervals() -> None:
 
 def test_json_counts_agree_with_the_labels() -> None:
     code, out = run(
-        "--selection",
         str(SET),
         "--catalog",
         str(CATALOG),
@@ -66,7 +65,7 @@ def test_a_request_without_the_annotation_is_one_clear_line(tmp_path: Path) -> N
         "apiVersion: precedent.dev/v1alpha1\nkind: RemediationRequest\n"
         "metadata: {name: r}\nspec: {action: rollback, target: {kind: Deployment, name: a}}\n"
     )
-    code, out = run("--selection", str(bad))
+    code, out = run(str(bad))
     assert code != 0
     assert "precedent.dev/acceptable-playbooks" in out
     assert "Traceback" not in out

@@ -111,7 +111,7 @@ def test_wide_graph_shows_every_piece_of_evidence() -> None:
 
 
 def test_eval_takes_table_wide_json_yaml() -> None:
-    args = ["eval", "--risk", "tests/data/risk/readonly.yaml"]
+    args = ["eval", "risk", "tests/data/risk/readonly.yaml"]
     as_json = json.loads(run(*args, "-o", "json"))
     assert yaml.safe_load(run(*args, "-o", "yaml")) == as_json
     assert run(*args, "-o", "wide") == run(*args)

@@ -31,6 +31,7 @@ def _run(*args: str) -> tuple[int, str, str]:
 def test_eval_prints_the_four_metrics_as_json(mode: str) -> None:
     code, out, _ = _run(
         "eval",
+        "retrieval",
         "--history",
         str(PARAPHRASE_HISTORY),
         "--queries",
@@ -51,6 +52,7 @@ def test_eval_semantic_beats_rules_on_the_paraphrase_set() -> None:
     def mrr(mode: str) -> float:
         _, out, _ = _run(
             "eval",
+            "retrieval",
             "--history",
             str(PARAPHRASE_HISTORY),
             "--queries",
@@ -67,7 +69,12 @@ def test_eval_semantic_beats_rules_on_the_paraphrase_set() -> None:
 
 def test_eval_table_output() -> None:
     code, out, _ = _run(
-        "eval", "--history", str(PARAPHRASE_HISTORY), "--queries", str(PARAPHRASE_QUERIES)
+        "eval",
+        "retrieval",
+        "--history",
+        str(PARAPHRASE_HISTORY),
+        "--queries",
+        str(PARAPHRASE_QUERIES),
     )
     assert code == 0
     assert out.splitlines()[0].split() == [
@@ -130,7 +137,9 @@ def test_eval_reports_bad_lines_with_their_number(
     h, q = tmp_path / "h", tmp_path / "q"
     h.write_text(history)
     q.write_text(queries)
-    code, _, err = _run("eval", "--history", str(h), "--queries", str(q), "--mode", "rules")
+    code, _, err = _run(
+        "eval", "retrieval", "--history", str(h), "--queries", str(q), "--mode", "rules"
+    )
     assert code == 1
     assert message in err.replace(str(tmp_path) + "/", "")
 
@@ -145,7 +154,7 @@ def test_eval_description_only_history_and_exclude(tmp_path: Path) -> None:
     q.write_text(
         '{"query": "Disk full on the database node", "relevant": ["B"], "exclude": ["A"]}\n'
     )
-    code, out, _ = _run("eval", "--history", str(h), "--queries", str(q), "-o", "json")
+    code, out, _ = _run("eval", "retrieval", "--history", str(h), "--queries", str(q), "-o", "json")
     assert code == 0
     assert json.loads(out)["hit@1"] == 1.0
 

@@ -48,7 +48,7 @@ def history() -> History:
 @pytest.fixture(scope="module")
 def neighbours() -> VectorNeighbours:
     """The configured embedder and index, as the operator builds them."""
-    return build_neighbours(Settings(), build_embedder(Settings()))
+    return build_neighbours(Settings().retrieval, build_embedder(Settings().retrieval))
 
 
 def assess(

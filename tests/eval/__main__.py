@@ -13,8 +13,8 @@ history); tfidf (plain word TF-IDF fitted on the history, a baseline); bm25 (Oka
 on the history, k1 1.2, b 0.75, a baseline; ranking only, so semantic mode only); onnx
 (all-MiniLM-L6-v2, when `make model-files` has run); rrf(lexical, onnx) (reciprocal-rank
 fusion, semantic ranking only). Each embedder row ranks with the operator's own code (the
-assessment service that fills ``similarIncidents``): it is what `precedent eval --history H
---queries Q --embedder E --mode M` prints.
+assessment service that fills ``similarIncidents``): it is what `precedent eval retrieval
+--history H --queries Q --embedder E --mode M` prints.
 
 Intervals: the queries are resampled with replacement 1,000 times (seed 0) and the 2.5th and
 97.5th percentiles of each metric's mean are printed beside it.

@@ -125,9 +125,9 @@ def test_a_label_given_twice_is_a_bad_spec_naming_labels() -> None:
 def test_cli_and_operator_get_the_same_catalog_for_the_same_settings(tmp_path: Path) -> None:
     # One rule: unset → data/playbooks; "" → none; a path → that path; a URL → remote first.
     settings = Settings()
-    assert settings.catalog_source().path == Path("data/playbooks")
-    assert Settings(catalog="").catalog_source().path is None
-    remote = Settings(catalog="http://catalog:8081", catalog_fallback="").catalog_source()
+    assert settings.catalog.source().path == Path("data/playbooks")
+    assert Settings(catalog="").catalog.source().path is None
+    remote = Settings(catalog="http://catalog:8081", catalog_fallback="").catalog.source()
     assert remote.url == "http://catalog:8081"
     assert remote.path is None
     cli = build_service(settings, require_history=True)

@@ -19,7 +19,7 @@ from precedent.metrics import Metrics
 from precedent.models import Incident
 from precedent.services.assessment import AssessmentService
 from precedent.services.memory import FleetMemory
-from precedent.settings import Settings
+from precedent.settings import MemorySettings, Settings
 from precedent.wiring import build_memory, build_service
 from tests.memory_double import FakeMemoryClient
 
@@ -53,16 +53,33 @@ def service_with(
     metrics: Metrics | None = None,
     **settings: Any,
 ) -> AssessmentService:
-    config = Settings(  # type: ignore[call-arg]
-        history_path="", catalog="", cluster_name="west", **settings
-    )
+    config = Settings(history_path="", catalog="", cluster_name="west", **settings)
     service = build_service(config, incidents=list(incidents), mode="rules", follows_cluster=True)
     # The operator's wiring with the adapter over a double instead of a real OpenSearch.
-    enabled = config.model_copy(update={"memory_enabled": True})
-    service.memory = build_memory(
-        enabled, store=store, metrics=metrics or Metrics(CollectorRegistry())
-    )
+    service.memory = _memory(config, store, metrics or Metrics(CollectorRegistry()))
     return service
+
+
+def _memory(config: Settings, store: Any = None, metrics: Metrics | None = None) -> Any:
+    """``build_memory`` as ``build_service`` calls it, with the memory turned on."""
+    enabled = MemorySettings.model_validate({**config.memory.model_dump(), "enabled": True})
+    return build_memory(
+        enabled,
+        cluster_name=config.context.cluster_name,
+        ranking=config.ranking,
+        breaker=config.catalog.breaker,
+        store=store,
+        metrics=metrics or Metrics(CollectorRegistry()),
+    )
+
+
+def _built(config: Settings) -> Any:
+    return build_memory(
+        config.memory,
+        cluster_name=config.context.cluster_name,
+        ranking=config.ranking,
+        breaker=config.catalog.breaker,
+    )
 
 
 async def test_an_incident_another_cluster_wrote_is_scored_and_listed_with_its_source() -> None:
@@ -222,13 +239,11 @@ def test_enabled_but_misconfigured_memory_names_the_variable() -> None:
     from precedent.errors import InputError
 
     with pytest.raises(InputError, match="PRECEDENT_MEMORY_URL"):
-        build_memory(Settings(memory_enabled=True))  # type: ignore[call-arg]
+        _built(Settings(memory_enabled=True))
     with pytest.raises(InputError, match="PRECEDENT_MEMORY_API_KEY"):
-        build_memory(
-            Settings(memory_enabled=True, memory_url="https://os:9200", memory_auth="api_key")  # type: ignore[call-arg]
-        )
-    assert build_memory(Settings()) is None
-    assert Settings(memory_edge_max_age="2d").memory_edge_max_age.total_seconds() == 172800  # type: ignore[arg-type]
+        _built(Settings(memory_enabled=True, memory_url="https://os:9200", memory_auth="api_key"))
+    assert _built(Settings()) is None
+    assert Settings(memory_edge_max_age="2d").memory.edge_max_age.total_seconds() == 172800
 
 
 async def test_a_memory_incident_shows_its_boosts_and_the_reasoning_names_it() -> None:
@@ -258,10 +273,9 @@ async def test_a_memory_incident_is_compared_by_meaning_as_well_as_by_the_rules(
             "resource": {"type": "secret", "name": "tls-ingress"},
         }
     )
-    config = Settings(history_path="", catalog="", cluster_name="west")  # type: ignore[call-arg]
+    config = Settings(history_path="", catalog="", cluster_name="west")
     service = build_service(config, incidents=[local], mode="hybrid", follows_cluster=True)
-    enabled = config.model_copy(update={"memory_enabled": True})
-    service.memory = build_memory(enabled, store=store, metrics=Metrics(CollectorRegistry()))
+    service.memory = _memory(config, store)
     assessment = await service.assess(REQUEST)
     listed = {s.id: s for s in assessment.similar_incidents}
     semantic = listed["INC-EAST-1"].parts.semantic

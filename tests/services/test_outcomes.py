@@ -87,7 +87,7 @@ def outcomes(sandbox: SandboxThread, registry: CollectorRegistry) -> tuple[Outco
     settings = Settings(history_path="", catalog="")
     service = build_service(settings, mode="rules", follows_cluster=True)
     api = KubeApi(ApiConnection(server=sandbox.url))
-    svc = build_outcomes(settings, service, cluster=api)
+    svc = build_outcomes(settings.catalog, service, cluster=api)
     svc.metrics = Metrics(registry)
     playbook = service.upsert_playbook("rolling-restart", PLAYBOOK["spec"])
     svc.playbook_changed(playbook)

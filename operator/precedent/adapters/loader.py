@@ -208,7 +208,7 @@ EXPECTED_BAND = f"{API_GROUP}/expected-band"
 EXPECTED_DECISION = f"{API_GROUP}/expected-decision"
 RATIONALE = f"{API_GROUP}/rationale"
 CLUSTER = f"{API_GROUP}/cluster"
-"""The cluster a labelled request is evaluated in (its facts: ``precedent eval -f``)."""
+"""The cluster a labelled request is evaluated in (its facts: ``precedent eval risk -f``)."""
 
 
 @dataclass(frozen=True, slots=True)

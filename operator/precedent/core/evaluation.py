@@ -65,7 +65,7 @@ class RetrievalMetrics:
     queries: int
 
     def as_dict(self) -> dict[str, float | int]:
-        """The JSON shape ``precedent eval -o json`` prints."""
+        """The JSON shape ``precedent eval retrieval -o json`` prints."""
         return {
             "mrr": round(self.mrr, 4),
             "hit@1": round(self.hit_at_1, 4),

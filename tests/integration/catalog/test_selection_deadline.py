@@ -158,9 +158,9 @@ def test_the_deadline_is_a_setting_of_500_ms_by_default(monkeypatch: pytest.Monk
     monkeypatch.setenv("PRECEDENT_CATALOG", "http://127.0.0.1:9")
     monkeypatch.setenv("PRECEDENT_CATALOG_FALLBACK", "")
     settings = Settings()
-    assert settings.selection_deadline_seconds == 0.5
-    selector, _ = build_selector(settings, build_embedder(settings))
+    assert settings.catalog.selection_deadline_seconds == 0.5
+    selector, _ = build_selector(settings.catalog, build_embedder(settings.retrieval))
     assert selector.deadline_seconds == 0.5
     monkeypatch.setenv("PRECEDENT_SELECTION_DEADLINE_SECONDS", "0.2")
-    selector, _ = build_selector(Settings(), build_embedder(settings))
+    selector, _ = build_selector(Settings().catalog, build_embedder(settings.retrieval))
     assert selector.deadline_seconds == 0.2

@@ -4,7 +4,7 @@ The formula (0.4 × semantic + 0.4 × label match + 0.2 × historical) is the sa
 model; what differs is what the label part counts (:class:`~precedent.core.playbooks.labels.
 LabelRule`) and what is embedded for a playbook's semantic part. ``seed`` is seed 004 as
 written; ``default`` is what the labelled selection set (``tests/data/selection``) supports.
-The other models are the steps between the two, kept so ``precedent eval --selection`` can
+The other models are the steps between the two, kept so ``precedent eval selection`` can
 show what each one contributes. ``PRECEDENT_SELECTION_MODEL`` chooses.
 """
 
