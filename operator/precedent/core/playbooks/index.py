@@ -39,7 +39,7 @@ from precedent.core.playbooks.profile import (
 from precedent.core.playbooks.query import CatalogAnswer, PlaybookQuery, ScoredPlaybook
 from precedent.core.ports import Embedder
 from precedent.core.semantic import SemanticCalibration, playbook_calibration_for
-from precedent.models import Playbook
+from precedent.models import Playbook, PlaybookHistory
 
 __all__ = ["CONCEPT_WEIGHT", "FACT_MARGIN", "CatalogIndex"]
 
@@ -147,6 +147,20 @@ class CatalogIndex:
     def upsert(self, playbook: Playbook) -> None:
         """Add a playbook, or replace the one with the same id (one embedding, no rebuild)."""
         self._put(playbook, self.embedder.embed([playbook_text(playbook, self.model)])[0])
+
+    def set_history(self, playbook_id: str, history: PlaybookHistory) -> bool:
+        """Replace a playbook's execution counts only: nothing is embedded again (the counts
+        are not part of what is embedded). False if the playbook is not there."""
+        row = self._rows.get(playbook_id)
+        playbook = None if row is None else self._items[row]
+        if row is None or playbook is None:
+            return False
+        self._items[row] = playbook.model_copy(update={"history": history})
+        self._history[row] = historical_success(
+            float(history.successes), float(history.executions), self.prior
+        )
+        self._new[row] = history.executions == 0
+        return True
 
     def remove(self, playbook_id: str) -> bool:
         """Drop a playbook by id; False if it was not there."""

@@ -32,17 +32,17 @@ from dataclasses import dataclass
 
 __all__ = [
     "CHANGE",
+    "FAILURE",
     "MUTATING_CHANGES",
+    "OBJECT",
     "READ_ONLY",
     "READ_ONLY_ACTIONS",
-    "FAILURE",
-    "OBJECT",
     "SELECTION_CONCEPTS",
     "SelectionConcept",
     "asks_read_only",
-    "is_read_only",
     "concept_counts",
     "inferred_incident_types",
+    "is_read_only",
     "kind_objects",
     "objects",
 ]

@@ -46,10 +46,10 @@ __all__ = [
     "SECONDARY_WEIGHT",
     "ConceptTable",
     "RequestConcepts",
+    "own_facts",
     "playbook_concepts",
     "profile_calibration_for",
     "profile_text",
-    "own_facts",
     "request_concepts",
 ]
 
