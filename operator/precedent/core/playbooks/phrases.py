@@ -19,7 +19,8 @@ selection-only: the incident retrieval vocabulary (:mod:`precedent.core.vocabula
 vectors it gives incidents do not change with them.
 
 The phrases were grown from the catalog (``data/playbooks``) and the tune part of the labelled
-selection sets (``tests/data/selection``), never from their holdout part. Patterns run over
+selection sets (``tests/data/selection``, with ``near-neighbours.yaml`` for the playbooks that
+share most of their words), never from their holdout part. Patterns run over
 lower-case text whose non-alphanumeric characters are spaces (``exit code 137``,
 ``kubenodediskpressure``), so CamelCase alert names match inside the word.
 """
