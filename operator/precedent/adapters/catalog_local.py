@@ -21,7 +21,7 @@ from precedent.core.playbooks import (
     SuccessPrior,
 )
 from precedent.core.ports import Embedder
-from precedent.models import Playbook
+from precedent.models import Playbook, PlaybookHistory
 
 __all__ = ["LocalPlaybookCatalog"]
 
@@ -93,6 +93,12 @@ class LocalPlaybookCatalog:
             self._index.upsert(playbook)
             self._types[playbook.id] = _incident_types(playbook)
             self._keys.update(playbook.labels)
+
+    def set_history(self, playbook_id: str, history: PlaybookHistory) -> bool:
+        """Replace one playbook's execution counts, without embedding it again; False if it
+        is not there."""
+        with self._lock:
+            return self._index.set_history(playbook_id, history)
 
     def remove(self, playbook_id: str) -> bool:
         """Drop one playbook (its object was deleted); False if it was not there."""

@@ -10,7 +10,10 @@ that a duplicate event or a restart can never count one twice:
 * **base-rate evidence** — per (action, canonical resource kind), the successes and the
   failures with their times, for the risk model (``core.risk_model.OutcomeEvidence``);
 * **an Incident** for a failed or partial outcome (:func:`incident_from_outcome`), so that
-  the history grows by itself.
+  the history grows by itself;
+* **served examples** — the requests a playbook served successfully, one line each
+  (:func:`served_examples`): the catalog reads them with the playbook's description and steps
+  when it scores the semantic part, so a playbook learns the words its requests are written in.
 
 A ``partial`` outcome is not a success: it counts as an execution without success, and as a
 failure in the base-rate evidence.
@@ -46,8 +49,15 @@ __all__ = [
     "incident_name",
     "outcome_evidence",
     "outcome_record",
+    "request_line",
+    "served_examples",
     "severity_of_request",
 ]
+
+MAX_EXAMPLE_CHARS = 512
+"""Longest served example (``Playbook.examples`` items are at most this long)."""
+MAX_SERVED_EXAMPLES = 8
+"""Most served examples per playbook: the most recent successful requests."""
 
 INCIDENT_REFERENCE_ANNOTATION = "precedent.dev/remediation-request"
 """Annotation on an Incident created from an outcome: ``<namespace>/<name>`` of the request."""
@@ -91,6 +101,9 @@ class OutcomeRecord:
     """When the action finished, as reported."""
     target: str | None = None
     """The target's short name (lower case), for target-specific evidence."""
+    request: str = ""
+    """What the request asked, one line (:func:`request_line`): a served example when the
+    outcome is a success."""
 
     @property
     def succeeded(self) -> bool:
@@ -111,7 +124,31 @@ def outcome_record(uid: str, spec: RemediationRequestSpec) -> OutcomeRecord | No
         playbook=spec.outcome.playbook.id if spec.outcome.playbook else None,
         finished_at=spec.outcome.finished_at,
         target=proposed.resource_name or None,
+        request=request_line(spec),
     )
+
+
+def request_line(spec: RemediationRequestSpec) -> str:
+    """What a request asked, one line of at most :data:`MAX_EXAMPLE_CHARS` characters: its
+    description, or its action in words when it has none."""
+    text = " ".join((spec.description or "").split()) or spec.action.replace("_", " ")
+    return text if len(text) <= MAX_EXAMPLE_CHARS else text[: MAX_EXAMPLE_CHARS - 1] + "…"
+
+
+def served_examples(
+    records: Iterable[OutcomeRecord], playbook: str, limit: int = MAX_SERVED_EXAMPLES
+) -> tuple[str, ...]:
+    """The requests ``playbook`` served successfully, most recent first (by finish time, then
+    uid, so the same set always gives the same list), each text once, at most ``limit``."""
+    served = [r for r in records if r.playbook == playbook and r.succeeded and r.request]
+    served.sort(key=lambda r: r.uid)
+    served.sort(key=lambda r: r.finished_at.timestamp() if r.finished_at else 0.0, reverse=True)
+    seen: dict[str, None] = {}
+    for record in served:
+        seen.setdefault(record.request, None)
+        if len(seen) == limit:
+            break
+    return tuple(seen)
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,7 +23,11 @@ outcomes whose ``status.outcome`` says accepted. Admission refuses such writes i
 place (``manifests/admission/outcome.yaml``); this is the check for clusters without it.
 
 The in-process catalog scores with the live counts, so seed 004's historical part of the next
-confidence follows the reported outcomes.
+confidence follows the reported outcomes. It also reads the requests a playbook served: the
+texts of the successful outcomes that name it (the most recent
+:data:`~precedent.core.outcomes.MAX_SERVED_EXAMPLES`) are added to the playbook's own
+``spec.examples``, which the semantic part reads with its description and steps. A playbook
+is embedded again only when that list changes; a count that moves re-embeds nothing.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from precedent.core.outcomes import (
     incident_from_outcome,
     outcome_evidence,
     outcome_record,
+    served_examples,
 )
 from precedent.core.playbooks import SuccessPrior, historical_success
 from precedent.core.risk_model import OutcomeEvidence
@@ -65,6 +70,8 @@ __all__ = [
     "approved_before",
 ]
 
+# The most examples a Playbook holds (its spec.examples bound).
+MAX_EXAMPLES = 32
 # Why an outcome counts nowhere (status.outcome.ignored).
 NOT_APPROVED = "NotApproved"
 APPROVED_STATES = frozenset({"Approved", "AuditOnly"})
@@ -91,6 +98,7 @@ class OutcomeLedger:
         self._records: dict[str, OutcomeRecord] = {}
         self._evidence: OutcomeEvidence | None = None
         self._counts: dict[str, PlaybookCounts] | None = None
+        self._served: dict[str, tuple[str, ...]] = {}
         # kopf's event loop writes; the scoring thread may read the evidence.
         self._lock = threading.Lock()
 
@@ -102,6 +110,7 @@ class OutcomeLedger:
                 return set()
             self._records[record.uid] = record
             self._evidence = self._counts = None
+            self._served.clear()
         return {p for p in (record.playbook, old.playbook if old else None) if p}
 
     def forget(self, uid: str) -> set[str]:
@@ -111,6 +120,7 @@ class OutcomeLedger:
             if old is None:
                 return set()
             self._evidence = self._counts = None
+            self._served.clear()
         return {old.playbook} if old.playbook else set()
 
     def get(self, uid: str) -> OutcomeRecord | None:
@@ -124,6 +134,14 @@ class OutcomeLedger:
             if self._counts is None:
                 self._counts = count_playbooks(self._records.values())
             return self._counts.get(playbook, PlaybookCounts())
+
+    def served(self, playbook: str) -> tuple[str, ...]:
+        """The requests ``playbook`` served successfully, most recent first (bounded)."""
+        with self._lock:
+            found = self._served.get(playbook)
+            if found is None:
+                found = self._served[playbook] = served_examples(self._records.values(), playbook)
+            return found
 
     def evidence(self) -> OutcomeEvidence:
         """The base-rate evidence per (action, resource kind): a frozen snapshot."""
@@ -192,6 +210,7 @@ class OutcomeService:
         # The fleet memory (seed 001) the failure's Incident is shared through, if enabled.
         self.memory = memory
         self._priors: dict[str, PlaybookHistory] = {}  # playbook id → its spec.history
+        self._examples: dict[str, tuple[str, ...]] = {}  # playbook id → its spec.examples
         self._playbook_locks: dict[str, asyncio.Lock] = {}
 
     # -- the ledger follows the requests; the catalog follows the ledger ---------------------
@@ -225,13 +244,26 @@ class OutcomeService:
         return affected
 
     def playbook_changed(self, playbook: Playbook) -> None:
-        """A Playbook object was added or changed: keep its prior, score it with live counts."""
+        """A Playbook object was added or changed: keep its prior and its own examples, score
+        it with live counts and the requests it served."""
         self._priors[playbook.id] = playbook.history
-        self.catalog.upsert(playbook.model_copy(update={"history": self._live(playbook.id)}))
+        self._examples[playbook.id] = tuple(playbook.examples)
+        self.catalog.upsert(
+            playbook.model_copy(
+                update={"history": self._live(playbook.id), "examples": self.examples(playbook.id)}
+            )
+        )
 
     def playbook_removed(self, name: str) -> None:
         """A Playbook object was deleted."""
         self._priors.pop(name, None)
+        self._examples.pop(name, None)
+
+    def examples(self, playbook: str) -> list[str]:
+        """What the catalog reads as the requests ``playbook`` served: its own ``spec.examples``,
+        then the requests of its successful outcomes, each once, within the field's bound."""
+        merged = dict.fromkeys((*self._examples.get(playbook, ()), *self.ledger.served(playbook)))
+        return list(merged)[:MAX_EXAMPLES]
 
     def _live(self, playbook: str) -> PlaybookHistory:
         prior = self._priors.get(playbook, PlaybookHistory())
@@ -240,8 +272,15 @@ class OutcomeService:
     def _refresh(self, playbooks: set[str]) -> None:
         for name in playbooks:
             current = self.catalog.get(name)
-            if current is not None and name in self._priors:
-                self.catalog.upsert(current.model_copy(update={"history": self._live(name)}))
+            if current is None or name not in self._priors:
+                continue
+            examples = self.examples(name)
+            if examples != current.examples:  # what it is for changed: embedded again
+                self.catalog.upsert(
+                    current.model_copy(update={"history": self._live(name), "examples": examples})
+                )
+            else:  # only its counts moved: nothing to embed
+                self.catalog.set_history(name, self._live(name))
 
     # -- what a Playbook's status says ---------------------------------------------------------
 

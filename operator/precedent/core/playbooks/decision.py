@@ -112,6 +112,7 @@ def _rationale(
     source_note: str | None,
     alternatives: int,
     inferred: tuple[str, ...] = (),
+    held_back: tuple[ScoredPlaybook, ...] = (),
 ) -> str:
     below = pick.is_new and pick.confidence < query.min_confidence
     shown, limit = (
@@ -137,6 +138,10 @@ def _rationale(
     if inferred:
         sentence += (
             f"; the request states no incident-type, read from its text as {_types(inferred)}"
+        )
+    for held in held_back[:MAX_ALTERNATIVES]:
+        sentence += (
+            f"; {held.id} scored {_percent(held.confidence)} but was held back: {held.held_back}"
         )
     sentence += "."
     return f"{source_note} {sentence}" if source_note else sentence
@@ -179,13 +184,21 @@ def _manual_reason(query: PlaybookQuery, answer: CatalogAnswer) -> str:
     near = answer.best_below
     if near is not None and near.parts is not None:
         p = near.parts
-        shown, limit = _below(near.confidence, query.min_confidence)
-        reason = (
-            f"no playbook confident enough: the best, {near.id} {near.version}, scored "
-            f"{shown} (semantic {_percent(p.semantic)}, label match "
-            f"{_percent(p.label_match)}, historical {_percent(p.historical)}), below "
-            f"min_confidence {limit}"
+        parts = (
+            f"(semantic {_percent(p.semantic)}, label match {_percent(p.label_match)}, "
+            f"historical {_percent(p.historical)})"
         )
+        if near.held_back:
+            reason = (
+                f"no playbook selected: the best, {near.id} {near.version}, scored "
+                f"{_percent(near.confidence)} {parts} but was held back: {near.held_back}"
+            )
+        else:
+            shown, limit = _below(near.confidence, query.min_confidence)
+            reason = (
+                f"no playbook confident enough: the best, {near.id} {near.version}, scored "
+                f"{shown} {parts}, below min_confidence {limit}"
+            )
         if answer.inferred_incident_types:
             reason += "; the request states no incident-type, read from its text as " + _types(
                 answer.inferred_incident_types
@@ -241,7 +254,13 @@ def decide(
         for c in rest[:MAX_ALTERNATIVES]
     ]
     rationale = _rationale(
-        pick, query, weights, note, len(alternatives), answer.inferred_incident_types
+        pick,
+        query,
+        weights,
+        note,
+        len(alternatives),
+        answer.inferred_incident_types,
+        answer.held_back,
     )
     return PlaybookDecision(
         selection=_selection(pick, method, rationale), alternatives=alternatives

@@ -29,22 +29,27 @@ from precedent.core.playbooks.confidence import (
 from precedent.core.playbooks.decision import qualifying
 from precedent.core.playbooks.labels import INCIDENT_TYPE, LabelTable, playbook_labels
 from precedent.core.playbooks.model import DEFAULT_SELECTION_MODEL, SelectionModel, playbook_text
-from precedent.core.playbooks.phrases import inferred_incident_types
+from precedent.core.playbooks.phrases import asks_read_only, inferred_incident_types
 from precedent.core.playbooks.profile import (
     ConceptTable,
+    RequestConcepts,
     profile_calibration_for,
     request_concepts,
 )
 from precedent.core.playbooks.query import CatalogAnswer, PlaybookQuery, ScoredPlaybook
 from precedent.core.ports import Embedder
 from precedent.core.semantic import SemanticCalibration, playbook_calibration_for
-from precedent.models import Playbook
+from precedent.models import Playbook, PlaybookHistory
 
-__all__ = ["CONCEPT_WEIGHT", "CatalogIndex"]
+__all__ = ["CONCEPT_WEIGHT", "FACT_MARGIN", "CatalogIndex"]
 
 CONCEPT_WEIGHT = 0.3
 """Weight of the concept similarity beside the embedder's cosine, before calibration: the
 semantic part's cosine is ``(embedder cosine + 0.3 × concept similarity) / 1.3``."""
+
+FACT_MARGIN = 0.15
+"""How close (in evidence: semantic and label parts, history left out) the runner-up must be
+for a fact that only it is written for to hold back the best-scored playbook."""
 
 
 class CatalogIndex:
@@ -143,6 +148,20 @@ class CatalogIndex:
         """Add a playbook, or replace the one with the same id (one embedding, no rebuild)."""
         self._put(playbook, self.embedder.embed([playbook_text(playbook, self.model)])[0])
 
+    def set_history(self, playbook_id: str, history: PlaybookHistory) -> bool:
+        """Replace a playbook's execution counts only: nothing is embedded again (the counts
+        are not part of what is embedded). False if the playbook is not there."""
+        row = self._rows.get(playbook_id)
+        playbook = None if row is None else self._items[row]
+        if row is None or playbook is None:
+            return False
+        self._items[row] = playbook.model_copy(update={"history": history})
+        self._history[row] = historical_success(
+            float(history.successes), float(history.executions), self.prior
+        )
+        self._new[row] = history.executions == 0
+        return True
+
     def remove(self, playbook_id: str) -> bool:
         """Drop a playbook by id; False if it was not there."""
         row = self._rows.pop(playbook_id, None)
@@ -182,7 +201,12 @@ class CatalogIndex:
         return cast(F64Array, np.round(np.clip(calibrated, 0.0, 1.0), 6))
 
     def _scored(
-        self, row: int, semantic: F64Array, labels: F64Array, confidence: F64Array
+        self,
+        row: int,
+        semantic: F64Array,
+        labels: F64Array,
+        confidence: F64Array,
+        held_back: str = "",
     ) -> ScoredPlaybook:
         playbook = self._items[row]
         assert playbook is not None
@@ -199,7 +223,49 @@ class CatalogIndex:
             confidence=parts.confidence,
             parts=parts,
             executions=playbook.history.executions,
+            held_back=held_back,
         )
+
+    def _id(self, row: int) -> str:
+        item = self._items[row]
+        return item.id if item is not None else ""
+
+    def _hold_back(
+        self,
+        concepts: RequestConcepts,
+        action: str | None,
+        listed: BoolArray,
+        fits: BoolArray,
+        confidence: F64Array,
+        evidence_: F64Array,
+    ) -> dict[int, str]:
+        """Listed rows held back, with the reason: the request asks for no change and the
+        playbook makes one; or the best-scored playbook is not written for a failure or object
+        the request names and a near runner-up is (and none the other way round)."""
+        n = listed.size
+        held: dict[int, str] = {}
+        candidates = fits.copy()
+        if asks_read_only(concepts.found, action or ""):
+            mutating = self._concepts.mutating(n)
+            for row in np.flatnonzero(listed & mutating).tolist():
+                held[row] = "it changes things and the request asks for none"
+            candidates &= ~mutating
+        top = self._best(np.flatnonzero(listed & candidates), confidence, 1)
+        if not top:
+            return held
+        best = top[0]
+        candidates[best] = False
+        runner = self._best(np.flatnonzero(candidates), confidence, 1)
+        if not runner or evidence_[best] - evidence_[runner[0]] > FACT_MARGIN:
+            return held
+        other = runner[0]
+        for_other = self._concepts.unshared_facts(concepts, other, best)
+        if for_other and not self._concepts.unshared_facts(concepts, best, other):
+            held[best] = (
+                f"it is not written for {', '.join(for_other)}, which the request names and "
+                f"{self._id(other)}, close behind, is"
+            )
+        return held
 
     def _best(self, rows: npt.NDArray[np.intp], confidence: F64Array, k: int) -> list[int]:
         # The k best rows by confidence, ties by id. numpy finds the head; Python orders it.
@@ -226,6 +292,7 @@ class CatalogIndex:
         raw = self._cosines(self.embedder.embed([query.text])[0], n)
         inferred: tuple[str, ...] = ()
         same_object = None
+        concepts: RequestConcepts | None = None
         if self.model.concepts:
             concepts = request_concepts(query.text, query.kind)
             similarity = self._concepts.similarity(concepts, active)
@@ -243,27 +310,42 @@ class CatalogIndex:
             inferred=inferred,
         )
         confidence = combine(semantic, labels.match, self._history[:n], self.weights)
+        evidence_ = evidence(semantic, labels.match, self.weights)
         listed = qualifying(
             query.min_confidence,
             confidence,
-            evidence(semantic, labels.match, self.weights),
+            evidence_,
             active=active,
             new=self._new[:n],
             contradicts=labels.contradicts,
             targets_incident=labels.targets_incident,
             same_object=same_object,
         )
+        held: dict[int, str] = {}
+        if self.model.hold_back and concepts is not None:
+            fits = active & ~labels.contradicts
+            held = self._hold_back(concepts, query.action, listed, fits, confidence, evidence_)
+            for row in held:
+                listed[row] = False
         rows = np.flatnonzero(listed)
         chosen = self._best(rows, confidence, query.max_results)
         below = self._best(np.flatnonzero(active & ~listed), confidence, 1)
+        top = float(confidence[chosen[0]]) if chosen else -1.0
         return CatalogAnswer(
             candidates=tuple(self._scored(r, semantic, labels.match, confidence) for r in chosen),
             total=int(rows.size),
             source=self.name,
             catalog_size=len(self._rows),
             consistent=int((active & ~labels.contradicts).sum()),
-            best_below=self._scored(below[0], semantic, labels.match, confidence)
+            best_below=self._scored(
+                below[0], semantic, labels.match, confidence, held.get(below[0], "")
+            )
             if below
             else None,
             inferred_incident_types=inferred,
+            held_back=tuple(
+                self._scored(r, semantic, labels.match, confidence, held[r])
+                for r in self._best(np.fromiter(held, dtype=np.intp), confidence, len(held))
+                if confidence[r] > top
+            ),
         )

@@ -35,6 +35,7 @@ SelectionModelName = Literal[
     "action-selective",
     "unstated-unknown",
     "profile",
+    "concepts",
     "default",
 ]
 
@@ -57,6 +58,11 @@ class SelectionModel:
     semantic part is the better of the embedder's cosine and the concept similarity; an
     unstated incident type is inferred from the text; a new playbook is offered only for
     the request's kind of object."""
+    hold_back: bool = False
+    """Hold back a playbook that scores well but does not fit (:meth:`~precedent.core.
+    playbooks.index.CatalogIndex.search`): one that changes things for a request that asks
+    for no change, and the best-scored playbook when a near runner-up is written for a
+    failure or object the request names and it is not."""
 
 
 def playbook_text(playbook: Playbook, model: SelectionModel) -> str:
@@ -92,10 +98,17 @@ SELECTION_MODELS: Mapping[str, SelectionModel] = {
             "profile", LabelRule(action=True, selective=True, unstated=True), profile=True
         ),
         SelectionModel(
+            "concepts",
+            LabelRule(action=True, selective=True, unstated=True, infer=True),
+            profile=True,
+            concepts=True,
+        ),
+        SelectionModel(
             "default",
             LabelRule(action=True, selective=True, unstated=True, infer=True),
             profile=True,
             concepts=True,
+            hold_back=True,
         ),
     )
 }

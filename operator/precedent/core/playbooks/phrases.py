@@ -19,7 +19,8 @@ selection-only: the incident retrieval vocabulary (:mod:`precedent.core.vocabula
 vectors it gives incidents do not change with them.
 
 The phrases were grown from the catalog (``data/playbooks``) and the tune part of the labelled
-selection sets (``tests/data/selection``), never from their holdout part. Patterns run over
+selection sets (``tests/data/selection``, with ``near-neighbours.yaml`` for the playbooks that
+share most of their words), never from their holdout part. Patterns run over
 lower-case text whose non-alphanumeric characters are spaces (``exit code 137``,
 ``kubenodediskpressure``), so CamelCase alert names match inside the word.
 """
@@ -27,17 +28,22 @@ lower-case text whose non-alphanumeric characters are spaces (``exit code 137``,
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 __all__ = [
     "CHANGE",
     "FAILURE",
+    "MUTATING_CHANGES",
     "OBJECT",
+    "READ_ONLY",
+    "READ_ONLY_ACTIONS",
     "SELECTION_CONCEPTS",
     "SelectionConcept",
+    "asks_read_only",
     "concept_counts",
     "inferred_incident_types",
+    "is_read_only",
     "kind_objects",
     "objects",
 ]
@@ -124,7 +130,10 @@ SELECTION_CONCEPTS: tuple[SelectionConcept, ...] = (
         "migration-blocked",
         FAILURE,
         (
-            r"migration(?:\s+\w+){0,4}\s+(?:lock\w*|block\w*|hold\w*|stuck|hang\w*)",
+            r"migration(?:\s+\w+){0,6}\s+(?:lock\w*|block\w*|hold\w*|stuck|hang\w*|wait\w*)",
+            r"(?:alter\s+table|\bddl\b)(?:\s+\w+){0,4}\s+(?:lock\w*|block\w*|hang\w*|stuck|wait\w*)",
+            r"(?:hang\w*|stuck|block\w*|wait\w*)\s+on\s+(?:an?\s+|the\s+)?(?:alter\s+table|ddl)",
+            r"wait\w*\s+(?:for|on)\s+(?:an?\s+|the\s+)?(?:\w+\s+)?lock",
             r"holds?\s+(?:an?\s+)?(?:\w+\s+){0,2}lock",
             r"queue\w*\s+behind|lock\s+queue",
         ),
@@ -189,7 +198,10 @@ SELECTION_CONCEPTS: tuple[SelectionConcept, ...] = (
         (
             rf"(?:rotat|roll|chang|renew|reset|replac)\w*{_W}(?:password|token|credential|api\s+key|key)s?\b",
             rf"(?:password|token|credential|api\s+key)s?{_W}(?:rotat|chang|roll)\w*",
-            r"\bleak\w*|\bexposed\b|public\s+gist|pasted",
+            # a leak of a credential, not of memory or file handles
+            rf"(?:password|token|credential|api\s+key|key|secret)s?{_W}(?:leak\w*|exposed)",
+            rf"leak\w*{_W}(?:password|token|credential|api\s+key|key|secret)s?\b",
+            r"\bexposed\b|public\s+gist|pasted",
             r"\b\d+\s+days\s+old\b",
             r"kill\w*\s+the\s+old|revok\w*",
         ),
@@ -214,6 +226,16 @@ SELECTION_CONCEPTS: tuple[SelectionConcept, ...] = (
         FAILURE,
         (r"memory\s*pressure", r"pid\s*pressure", r"zombie\w*", r"evicting\s+neighbo\w*"),
         ("node-pressure",),
+    ),
+    _c(
+        "node-maintenance",
+        FAILURE,
+        (
+            r"kernel\s+(?:patch\w*|update\w*|upgrade\w*)|\bpatching\b|\bfirmware\b",
+            r"hardware\s+(?:replacement|swap|repair|fault|maintenance)",
+            r"(?:planned|scheduled)\s+maintenance|maintenance\s+window",
+        ),
+        ("node-upgrade",),
     ),
     _c(
         "node-not-ready",
@@ -335,6 +357,15 @@ SELECTION_CONCEPTS: tuple[SelectionConcept, ...] = (
         ("capacity-change",),
     ),
     _c(
+        "cpu-starved",
+        FAILURE,
+        (
+            r"cpu\s*throttl\w*|\bthrottl\w*",
+            r"cpu\s+(?:limits?|quota)|(?:rais|bump|increas|lift|doubl)\w*(?:\s+\w+){0,3}\s+cpu\b",
+            r"\bcpu\s+starved|\bstarved\b|\bmillicores?\b|\b\d+m\s+(?:cpu\s+)?limit",
+        ),
+    ),
+    _c(
         "consumer-lag",
         FAILURE,
         (
@@ -454,7 +485,7 @@ SELECTION_CONCEPTS: tuple[SelectionConcept, ...] = (
         ),
     ),
     _c("statefulset", OBJECT, (r"stateful\s*sets?|\bsts\b",)),
-    _c("migration", OBJECT, (r"migrat\w*|schema|\block\w*\b",)),
+    _c("migration", OBJECT, (r"migrat\w*|schema|\block\w*\b|alter\s+table|\bddl\b",)),
     # -- changes -------------------------------------------------------------------------------
     _c(
         "rollback",
@@ -492,13 +523,22 @@ SELECTION_CONCEPTS: tuple[SelectionConcept, ...] = (
     _c(
         "memory-limit",
         CHANGE,
-        (r"memory\s+limits?|more\s+memory|\bmem\b|\bbump\s+mem\w*|resources?\s+limits?",),
+        (r"memory\s+limits?|more\s+memory|\bmem\b|\bbump\s+mem\w*",),
     ),
     _c(
         "diagnose",
         CHANGE,
         (
-            r"read\s*only|chang\w*\s+nothing|no\s+changes|(?:collect|gather|captur)\w*(?:\s+\w+){0,3}\s+(?:logs|events|metrics|diagnostics)|for\s+the\s+(?:postmortem|support\s+case|ticket)",
+            r"(?:collect|gather|captur)\w*(?:\s+\w+){0,3}\s+(?:logs|events|metrics|diagnostics)|for\s+the\s+(?:postmortem|support\s+case|ticket)",
+        ),
+    ),
+    _c(
+        "read-only",
+        CHANGE,
+        (
+            r"read\s*only|chang\w*\s+nothing|\bno\s+changes?\b|makes?\s+no\s+changes?",
+            r"(?:do\s+not|don\s+t|without)\s+(?:restart|chang|touch|modify|fix)\w*",
+            r"before\s+any\w*\s+touch\w*|hands\s+off",
         ),
     ),
     _c(
@@ -512,6 +552,27 @@ SELECTION_CONCEPTS: tuple[SelectionConcept, ...] = (
 """Every selection concept, failures first."""
 
 _BY_NAME: Mapping[str, SelectionConcept] = {c.name: c for c in SELECTION_CONCEPTS}
+
+READ_ONLY = "read-only"
+"""The concept of a request that asks for no change ("read-only", "do not restart anything")."""
+READ_ONLY_ACTIONS = frozenset({"collect_diagnostics"})
+"""Actions that change nothing: a playbook listing only these is read-only."""
+MUTATING_CHANGES = frozenset(
+    {
+        "rollback",
+        "restart",
+        "drain",
+        "rotate",
+        "scale-down",
+        "scale-up",
+        "delete",
+        "expand",
+        "failover",
+        "memory-limit",
+        "abort",
+    }
+)
+"""The change concepts that name a change to the cluster (``diagnose`` does not)."""
 
 # A request's target kind says what it touches even when its text does not.
 _KIND_OBJECTS: Mapping[str, tuple[str, ...]] = {
@@ -575,3 +636,16 @@ def inferred_incident_types(found: Mapping[str, int]) -> tuple[str, ...]:
         for incident in concept.incident_types:
             scores[incident] = scores.get(incident, 0) + hits
     return tuple(sorted(scores, key=lambda t: (-scores[t], t)))
+
+
+def asks_read_only(found: Mapping[str, int], action: str) -> bool:
+    """The request asks for no change: it says so ("read-only", "do not restart anything"), or
+    its action changes nothing and its text names no change (a diagnostics request)."""
+    if READ_ONLY in found:
+        return True
+    return action.strip().lower() in READ_ONLY_ACTIONS and not (MUTATING_CHANGES & found.keys())
+
+
+def is_read_only(actions: Sequence[str]) -> bool:
+    """A playbook whose every action changes nothing (none listed: not known, so False)."""
+    return bool(actions) and all(a.strip().lower() in READ_ONLY_ACTIONS for a in actions)

@@ -34,6 +34,7 @@ from precedent.core.playbooks.phrases import (
     OBJECT,
     SELECTION_CONCEPTS,
     concept_counts,
+    is_read_only,
     kind_objects,
 )
 from precedent.core.semantic import SemanticCalibration
@@ -45,6 +46,7 @@ __all__ = [
     "SECONDARY_WEIGHT",
     "ConceptTable",
     "RequestConcepts",
+    "own_facts",
     "playbook_concepts",
     "profile_calibration_for",
     "profile_text",
@@ -75,6 +77,7 @@ def profile_calibration_for(embedder_name: str) -> SemanticCalibration:
 _INDEX: Mapping[str, int] = {c.name: i for i, c in enumerate(SELECTION_CONCEPTS)}
 _SORTS = np.array([c.sort for c in SELECTION_CONCEPTS])
 _OBJECT_COLUMNS: BoolArray = _SORTS == OBJECT
+_FACT_COLUMNS: BoolArray = _SORTS == FAILURE
 # The failure concepts that imply an incident type: a playbook written for that type has them.
 _FAILURES_OF_TYPE: Mapping[str, tuple[str, ...]] = {
     incident: tuple(
@@ -117,6 +120,15 @@ def profile_text(playbook: Playbook) -> str:
     return f"{head} {_secondary_text(playbook)}".strip()
 
 
+def own_facts(playbook: Playbook) -> BoolArray:
+    """The failures and objects the playbook's own id and description name (not those implied
+    by its incident types): what it is written for, which a near neighbour may not be."""
+    own = np.zeros(len(SELECTION_CONCEPTS), dtype=bool)
+    for name in concept_counts(_primary_text(playbook)):
+        own[_INDEX[name]] = _FACT_COLUMNS[_INDEX[name]]
+    return own
+
+
 def playbook_concepts(playbook: Playbook) -> tuple[F64Array, BoolArray]:
     """The playbook's concept weights (one per selection concept) and its object mask."""
     weights = np.zeros(len(SELECTION_CONCEPTS))
@@ -140,7 +152,7 @@ def playbook_concepts(playbook: Playbook) -> tuple[F64Array, BoolArray]:
 class RequestConcepts:
     """A request's selection concepts: what its text and its target's kind name."""
 
-    __slots__ = ("found", "objects", "vector")
+    __slots__ = ("facts", "found", "objects", "vector")
 
     def __init__(self, found: Mapping[str, int], kind_objects_: Sequence[str]) -> None:
         self.found = dict(found)
@@ -150,6 +162,7 @@ class RequestConcepts:
         for name in self.found:
             self.vector[_INDEX[name]] = 1.0
         self.objects: BoolArray = (self.vector > 0) & _OBJECT_COLUMNS
+        self.facts: BoolArray = (self.vector > 0) & _FACT_COLUMNS
 
 
 def request_concepts(text: str, kind: str = "") -> RequestConcepts:
@@ -164,20 +177,42 @@ class ConceptTable:
         width = len(SELECTION_CONCEPTS)
         self._weights: F64Array = np.zeros((0, width))
         self._objects: BoolArray = np.zeros((0, width), dtype=bool)
+        self._own: BoolArray = np.zeros((0, width), dtype=bool)
+        self._read_only: BoolArray = np.zeros(0, dtype=bool)
+        self._mutating: BoolArray = np.zeros(0, dtype=bool)
 
     def grow(self, capacity: int) -> None:
         """Make room for ``capacity`` rows (new rows have no concepts)."""
         self._weights = resized(self._weights, capacity)
         self._objects = resized(self._objects, capacity)
+        self._own = resized(self._own, capacity)
+        self._read_only = resized(self._read_only, capacity)
+        self._mutating = resized(self._mutating, capacity)
 
     def set(self, row: int, playbook: Playbook) -> None:
         """The row's concepts, read from the playbook."""
         self._weights[row], self._objects[row] = playbook_concepts(playbook)
+        self._own[row] = own_facts(playbook)
+        self._read_only[row] = is_read_only(playbook.actions)
+        self._mutating[row] = bool(playbook.actions) and not self._read_only[row]
 
     def clear(self, row: int) -> None:
         """Forget the row."""
         self._weights[row] = 0.0
         self._objects[row] = False
+        self._own[row] = False
+        self._read_only[row] = False
+        self._mutating[row] = False
+
+    def mutating(self, n: int) -> BoolArray:
+        """Rows whose playbook lists an action that changes something."""
+        return self._mutating[:n]
+
+    def unshared_facts(self, request: RequestConcepts, row: int, other: int) -> list[str]:
+        """The request's failures and objects that ``row``'s own text names and ``other``'s
+        does not: facts that tell the two apart in favour of ``row``."""
+        only = request.facts & self._own[row] & ~self._own[other]
+        return [SELECTION_CONCEPTS[i].name for i in np.flatnonzero(only)]
 
     def similarity(self, request: RequestConcepts, active: BoolArray) -> F64Array:
         """Idf-weighted cosine of the request's concepts with every active row's, 0–1."""

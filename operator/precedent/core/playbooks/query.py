@@ -175,6 +175,10 @@ class ScoredPlaybook:
     """The parts of the confidence (None when a remote catalog gave the total only)."""
     executions: int | None = None
     """How many times it ran (None through the HTTP path)."""
+    held_back: str = ""
+    """Why it was not listed although it scored at or above the bar (empty when it was not
+    held back): the request asks for no change, or a near runner-up is written for a fact
+    the request names and it is not."""
 
     @property
     def is_new(self) -> bool:
@@ -200,6 +204,8 @@ class CatalogAnswer:
     """The best playbook that did not qualify (in-process only)."""
     inferred_incident_types: tuple[str, ...] = ()
     """Incident types read from the request's text when it states none (in-process only)."""
+    held_back: tuple[ScoredPlaybook, ...] = ()
+    """Playbooks that scored above the pick but were held back, best first (in-process only)."""
 
 
 class PlaybookCatalog(Protocol):
