@@ -126,7 +126,7 @@ def test_successful_outcomes_become_examples_of_the_playbook_embedded_once(
     embedder = CountingEmbedder(catalog._index.embedder)
     catalog._index.embedder = embedder
     api = KubeApi(ApiConnection(server=sandbox.url))
-    svc = build_outcomes(settings, service, cluster=api)
+    svc = build_outcomes(settings.catalog, service, cluster=api)
     svc.metrics = Metrics(CollectorRegistry())
     for name, spec in (("rolling-restart", RESTART), ("scale-out", SCALE)):
         svc.playbook_changed(service.upsert_playbook(name, spec))
@@ -187,7 +187,7 @@ def test_successful_outcomes_become_examples_of_the_playbook_embedded_once(
 def test_examples_are_bounded_and_the_most_recent_are_kept(sandbox: SandboxThread) -> None:
     settings = Settings(history_path="", catalog="")
     service = build_service(settings, mode="rules", follows_cluster=True)
-    svc = build_outcomes(settings, service)
+    svc = build_outcomes(settings.catalog, service)
     svc.playbook_changed(service.upsert_playbook("rolling-restart", RESTART))
     for i in range(MAX_SERVED_EXAMPLES + 4):
         spec = request(f"ledger-api request {i}", "succeeded", NOW + timedelta(minutes=i))
