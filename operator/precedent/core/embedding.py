@@ -33,6 +33,8 @@ __all__ = [
     "Bm25Match",
     "DocumentFrequencies",
     "FloatMatrix",
+    "Frequencies",
+    "FrequencyView",
     "LexicalEmbedder",
     "TfidfEmbedder",
     "l2_normalize",
@@ -109,11 +111,49 @@ class DocumentFrequencies:
         A feature the history never saw cannot match an incident; giving it weight would only
         amplify the hash collisions it lands on.
         """
-        df = self.counts[keys].astype(np.float64)
-        n = float(self.documents)
-        out = np.log1p((n - df + 0.5) / (df + 0.5))
-        out[df <= 0] = 0.0
-        return out
+        return _idf(self.counts[keys].astype(np.float64), float(self.documents))
+
+    def with_documents(self, documents: Sequence[npt.NDArray[np.int64]]) -> FrequencyView:
+        """This table as if it also counted ``documents`` (each one's distinct feature keys),
+        without changing it: what a query is weighted with when incidents outside the history
+        take part in it."""
+        return FrequencyView(self, documents)
+
+
+def _idf(df: npt.NDArray[np.float64], n: float) -> npt.NDArray[np.float64]:
+    out: npt.NDArray[np.float64] = np.log1p((n - df + 0.5) / (df + 0.5))
+    out[df <= 0] = 0.0
+    return out
+
+
+class FrequencyView:
+    """A :class:`DocumentFrequencies` plus documents it does not hold, read-only: the table
+    itself is never written, so requests reading it at the same time see the same counts."""
+
+    def __init__(
+        self, base: DocumentFrequencies, documents: Sequence[npt.NDArray[np.int64]]
+    ) -> None:
+        self._base = base
+        merged = np.concatenate(documents) if documents else np.empty(0, dtype=np.int64)
+        self._keys, self._counts = np.unique(merged, return_counts=True)
+        self.documents = base.documents + len(documents)
+
+    @property
+    def mask(self) -> int:
+        """The base table's mask."""
+        return self._base.mask
+
+    def idf(self, keys: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        """:meth:`DocumentFrequencies.idf` over the base counts plus the extra documents."""
+        df = self._base.counts[keys].astype(np.float64)
+        if self._keys.size:
+            at = np.minimum(np.searchsorted(self._keys, keys), self._keys.size - 1)
+            df += np.where(self._keys[at] == keys, self._counts[at], 0)
+        return _idf(df, float(self.documents))
+
+
+Frequencies = DocumentFrequencies | FrequencyView
+"""A frequency table, or one as if it counted more documents: what a query is weighted with."""
 
 
 class LexicalEmbedder:
@@ -180,7 +220,7 @@ class LexicalEmbedder:
     def _block(
         self,
         counts: Counter[str],
-        frequencies: DocumentFrequencies | None,
+        frequencies: Frequencies | None,
     ) -> npt.NDArray[np.float64] | None:
         if not counts:
             return None
@@ -248,7 +288,7 @@ class LexicalEmbedder:
         return np.unique(hashes & frequencies.mask)
 
     def _embed_one(
-        self, text: str, frequencies: DocumentFrequencies | None, vocabulary: bool = True
+        self, text: str, frequencies: Frequencies | None, vocabulary: bool = True
     ) -> npt.NDArray[np.float32]:
         word_feats, chars = self._features(text, vocabulary)
         words = self._block(word_feats, frequencies)
@@ -265,10 +305,6 @@ class LexicalEmbedder:
             vec /= norm
         return vec.astype(np.float32)
 
-    def embed_one(self, text: str) -> npt.NDArray[np.float32]:
-        """One text's unit vector without concept features (all zeros for no words)."""
-        return self._embed_one(text, None, vocabulary=False)
-
     def embed(self, texts: Sequence[str]) -> FloatMatrix:
         """Unit vectors without concept features, one row per text (the playbook catalog's
         comparison, whose calibration was measured without them)."""
@@ -284,7 +320,7 @@ class LexicalEmbedder:
             out[i] = self._embed_one(text, None)
         return out
 
-    def embed_queries(self, texts: Sequence[str], frequencies: DocumentFrequencies) -> FloatMatrix:
+    def embed_queries(self, texts: Sequence[str], frequencies: Frequencies) -> FloatMatrix:
         """Query unit vectors whose features are weighted by their idf in ``frequencies``."""
         out = np.zeros((len(texts), self._dimension), dtype=np.float32)
         for i, text in enumerate(texts):
