@@ -16,6 +16,7 @@ from pydantic import SecretStr
 
 from precedent.adapters.action_registry import load_action_registry
 from precedent.adapters.bounded import TooLarge
+from precedent.adapters.cache import CachingCatalog
 from precedent.adapters.catalog_http import HttpPlaybookCatalog
 from precedent.adapters.catalog_local import LocalPlaybookCatalog
 from precedent.adapters.context_facts import load_facts, load_mapping
@@ -27,6 +28,7 @@ from precedent.adapters.vector_neighbours import VectorNeighbours
 from precedent.core.context import ContextFacts
 from precedent.core.embedding import LexicalEmbedder, TfidfEmbedder
 from precedent.core.historical import SimilarityMode
+from precedent.core.playbooks import PlaybookCatalog
 from precedent.core.policy import BlastLimits, PolicyEngine
 from precedent.core.ports import Embedder, IncidentMemory, MemoryFailure
 from precedent.core.resilience import RetryPolicy
@@ -229,23 +231,27 @@ def build_selector(
     """
     source = settings.catalog_source(location)
     local = _local_catalog(settings, embedder, source.path)
-    primary: LocalPlaybookCatalog | HttpPlaybookCatalog = local
+    primary: PlaybookCatalog = local
     if source.url is not None:
-        primary = HttpPlaybookCatalog(
-            source.url,
-            timeout=settings.catalog_timeout_seconds,
-            retry=settings.catalog_retry,
-            failure_threshold=settings.breaker_failure_threshold,
-            reset_seconds=settings.breaker_reset_seconds,
+        # Only a remote answer is worth caching; the in-process catalog is faster than a lookup.
+        primary = CachingCatalog(
+            HttpPlaybookCatalog(
+                source.url,
+                timeout=settings.catalog_timeout_seconds,
+                retry=settings.catalog_retry,
+                failure_threshold=settings.breaker_failure_threshold,
+                reset_seconds=settings.breaker_reset_seconds,
+            ),
+            ttl_seconds=settings.catalog_cache_ttl_seconds,
         )
     selector = PlaybookSelector(
         primary,
         fallback=local if source.url is not None else None,
-        cache_ttl_seconds=settings.catalog_cache_ttl_seconds,
         min_confidence=settings.min_confidence,
         max_results=settings.max_playbooks,
         weights=settings.confidence_weights,
         deadline_seconds=settings.selection_deadline_seconds,
+        declares=local.declares_incident_type,
     )
     return selector, local
 
