@@ -16,7 +16,7 @@ from precedent.errors import InputError
 from precedent.settings import Settings, load_settings
 
 if TYPE_CHECKING:
-    from precedent.services import AssessmentService
+    from precedent.services import Assessor
 
 __all__ = [
     "HISTORY_HELP",
@@ -128,13 +128,13 @@ def settings_or_fail() -> Settings:
         fail(f"invalid configuration: {exc}")
 
 
-def run_async(service: AssessmentService, work: Coroutine[Any, Any, _T]) -> _T:
-    """Run a service coroutine from a command, then release the service's connections."""
+def run_async(assessor: Assessor, work: Coroutine[Any, Any, _T]) -> _T:
+    """Run a coroutine from a command, then release the assessor's connections."""
 
     async def run() -> _T:
         try:
             return await work
         finally:
-            await service.aclose()
+            await assessor.aclose()
 
     return asyncio.run(run())
