@@ -32,7 +32,7 @@ from precedent.errors import DependencyError, InputError, PrecedentError
 from precedent.logging_json import configure_logging, log_format_from_environment
 from precedent.models import API_GROUP, PlaybookHistory
 from precedent.services.approvals import ApprovalService, parse_approval_spec
-from precedent.services.mirror import ResyncPlan
+from precedent.services.mirror import ObjectMirror, ResyncPlan
 from precedent.services.observability import RequestName
 from precedent.services.outcomes import RequestRef
 from precedent.services.status import EventNote, StatusUpdate
@@ -426,11 +426,13 @@ def _object_listings(runtime: OperatorRuntime) -> list[_Listing]:
         objects.upsert_playbook(str(obj["metadata"]["name"]), obj.get("spec"))  # type: ignore[arg-type]
 
     def listing(
-        mirror: Any, upsert: Callable[[Mapping[str, Any]], None], delete: Callable[[str], None]
+        mirror: ObjectMirror[str],
+        upsert: Callable[[Mapping[str, Any]], None],
+        delete: Callable[[str], None],
     ) -> _Listing:
         def apply(items: list[dict[str, Any]], mark: int) -> ResyncPlan[Any]:
             listed = {str(o["metadata"]["name"]): o for o in items if o.get("metadata")}
-            return mirror.resync(listed, mark, upsert=upsert, delete=delete)  # type: ignore[no-any-return]
+            return mirror.resync(listed, mark, upsert=upsert, delete=delete)
 
         return _Listing(
             mirror.kind, mirror.mark, lambda: api.list_cluster_objects(mirror.kind), apply
