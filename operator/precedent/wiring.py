@@ -373,9 +373,10 @@ def build_service(
         )
         facts = facts if facts is not None else build_facts(settings)
         blast = blast if blast is not None else build_blast_radius(settings)
+    neighbours = None if chosen == "rules" else build_neighbours(settings, shared)
     scorer = IncidentScorer(
         store,
-        neighbours=None if chosen == "rules" else build_neighbours(settings, shared),
+        neighbours=neighbours,
         config=AssessmentSettings(
             mode=chosen,
             risk_model=settings.risk_model,
@@ -388,6 +389,9 @@ def build_service(
         ),
         memory=fleet,
         evidence=outcomes.evidence if outcomes is not None else None,
+        # The vector index scores the memory's incidents with the same embedder, statistics
+        # and calibration as its own.
+        outside=neighbours,
     )
     assessor = Assessor(
         scorer,

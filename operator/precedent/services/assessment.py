@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol
 
 from pydantic import ValidationError
 
@@ -82,7 +82,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
-@runtime_checkable
 class OutsideIncidentScorer(Protocol):
     """A semantic neighbour source that can also score incidents it does not index."""
 
@@ -188,6 +187,7 @@ class IncidentScorer:
         config: AssessmentSettings,
         memory: FleetMemory | None = None,
         evidence: Callable[[], OutcomeEvidence] | None = None,
+        outside: OutsideIncidentScorer | None = None,
     ) -> None:
         if config.mode != "rules" and neighbours is None:
             raise ValueError(f"similarity mode {config.mode!r} needs a semantic neighbour source")
@@ -199,6 +199,9 @@ class IncidentScorer:
         # Outcomes reported on past requests (base-rate evidence for the default risk model):
         # the operator's outcome ledger; commands have none.
         self.evidence = evidence
+        # Scores the memory's incidents, which the vector index does not hold, on meaning
+        # (None: they compete on the rules alone).
+        self.outside = outside
 
     def prepare_index(self) -> str:
         """Build or load the vector index for the current history, before any request: the
@@ -314,12 +317,8 @@ class IncidentScorer:
         only); they are embedded and scored against the request with the same embedder, BM25
         statistics and calibration, so they compete with local incidents on meaning too.
         """
-        scorer = self.neighbours
-        if (
-            self.config.mode == "rules"
-            or len(history) == len(snapshot)
-            or not isinstance(scorer, OutsideIncidentScorer)
-        ):
+        scorer = self.outside
+        if self.config.mode == "rules" or len(history) == len(snapshot) or scorer is None:
             return neighbours
         found = dict(neighbours or {})
         extra = history.incidents[len(snapshot) :]
