@@ -13,23 +13,23 @@ from precedent.core.policy import PolicyEngine
 from precedent.core.ports import SemanticNeighbours
 from precedent.core.snapshot import History
 from precedent.models import Assessment, RemediationRequestSpec
-from precedent.services import AssessmentService, AssessmentSettings, HistoryStore
+from precedent.services import AssessmentSettings, Assessor, HistoryStore, IncidentScorer
 
 
 class HistoryScorer:
-    """The assessment service over a fixed history, called synchronously (no playbooks)."""
+    """The assessor over a fixed history, called synchronously (no playbooks)."""
 
-    def __init__(self, service: AssessmentService) -> None:
-        self.service = service
+    def __init__(self, assessor: Assessor) -> None:
+        self.assessor = assessor
 
     @property
     def history(self) -> History:
         """The snapshot scored against."""
-        return self.service.history.snapshot
+        return self.assessor.scorer.history.snapshot
 
     def assess(self, spec: RemediationRequestSpec, *, now: datetime | None = None) -> Assessment:
         """Normalise, score and decide, as the operator does."""
-        return self.service.assess_normalised(self.service.normalise(spec), None, now)
+        return self.assessor.assess_normalised(self.assessor.normalise(spec), None, now)
 
 
 def scorer(
@@ -41,15 +41,17 @@ def scorer(
     policy: PolicyEngine | None = None,
 ) -> HistoryScorer:
     """A scorer for ``history`` in ``mode`` with the ``risk_model`` (seed by default)."""
-    service = AssessmentService(
-        HistoryStore(history.incidents),
-        neighbours=semantic,
+    assessor = Assessor(
+        IncidentScorer(
+            HistoryStore(history.incidents),
+            neighbours=semantic,
+            config=AssessmentSettings(mode=mode, risk_model=risk_model_named(risk_model)),
+        ),
         selector=None,
         catalog=LocalPlaybookCatalog(),
         policy=policy or PolicyEngine(),
-        config=AssessmentSettings(risk_model=risk_model_named(risk_model), mode=mode),
     )
-    return HistoryScorer(service)
+    return HistoryScorer(assessor)
 
 
 def eventually(check: Callable[[], Any], timeout: float = 60.0) -> Any:

@@ -64,9 +64,9 @@ def _serve(
         )
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     try:
-        # The operator's own service: the search ranks as a RemediationRequest's status does,
-        # and the catalog is the service's in-process catalog (one embedder for both).
-        service = build_service(
+        # The operator's own engine: the search ranks as a RemediationRequest's status does,
+        # and the catalog is the engine's in-process catalog (one embedder for both).
+        engine = build_service(
             settings,
             history=history or None,
             catalog=str(source.path),
@@ -77,7 +77,13 @@ def _serve(
         return
     address, listen = settings.catalog.host, settings.catalog.port
     try:
-        run(service.catalog, search=service, host=address, port=listen, announce=click.echo)
+        run(
+            engine.objects.catalog,
+            search=engine.assessor.scorer,
+            host=address,
+            port=listen,
+            announce=click.echo,
+        )
     except OSError as exc:  # the port is taken, or the address is not this host's
         reason = os.strerror(exc.errno) if exc.errno else str(exc)
         fail(f"serve: cannot listen on {address}:{listen}: {reason}")

@@ -143,19 +143,21 @@ def score(
         requests = load_requests(paths)
         if not requests:
             raise InputError(f"no RemediationRequest documents in {', '.join(paths)}")
-        service = build_service(
+        assessor = build_service(
             settings,
             history=history or None,
             catalog=catalog,
             require_history=True,
-        )
-        if facts or settings.context.environment_mapping is not None:
-            service.facts = build_facts(settings.context, facts)
-        if facts and settings.graph.enabled:
-            service.blast = build_offline_blast_radius(settings.graph, facts)
+            facts=build_facts(settings.context, facts)
+            if facts or settings.context.environment_mapping is not None
+            else None,
+            blast=build_offline_blast_radius(settings.graph, facts)
+            if facts and settings.graph.enabled
+            else None,
+        ).assessor
         assessments = run_async(
-            service,
-            service.assess_many(
+            assessor,
+            assessor.assess_many(
                 [r.spec for r in requests],
                 now=_as_of(as_of),
                 namespaces=[r.namespace for r in requests],
@@ -171,7 +173,7 @@ def score(
             click.echo(f"warning: {where}: {printable(warning.message)}", err=True)
     if output in ("table", "wide"):
         click.echo(_score_table(results, wide=output == "wide"))
-        if service.facts is None:
+        if assessor.facts is None:
             click.echo(
                 "context: the requests' environment labels are claims (unverified): "
                 "give the cluster's Namespaces and environment mapping with -f",

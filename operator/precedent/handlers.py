@@ -18,6 +18,8 @@ import os
 import secrets
 import sys
 import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NoReturn, cast
@@ -26,21 +28,16 @@ import kopf
 import prometheus_client
 
 from precedent.adapters.kube_api import ApiConnection, KubeApi
-from precedent.core.context import ContextFacts
 from precedent.errors import DependencyError, InputError, PrecedentError
 from precedent.logging_json import configure_logging, log_format_from_environment
 from precedent.models import API_GROUP, PlaybookHistory
-from precedent.services import AssessmentService, OutcomeService
 from precedent.services.approvals import ApprovalService, parse_approval_spec
-from precedent.services.blast_radius import BlastRadiusService
-from precedent.services.events import EventPoster
-from precedent.services.fair_queue import FairSlots
-from precedent.services.mirror import ObjectMirror
-from precedent.services.observability import DecisionRecorder, RequestName
+from precedent.services.mirror import ObjectMirror, ResyncPlan
+from precedent.services.observability import RequestName
 from precedent.services.outcomes import RequestRef
-from precedent.services.status import StatusUpdate
+from precedent.services.status import EventNote, StatusUpdate
 from precedent.settings import load_settings
-from precedent.wiring import build_approvals, build_outcomes, build_service
+from precedent.wiring import OperatorRuntime, build_runtime
 
 VERSION = "v1alpha1"
 REQUESTS = (API_GROUP, VERSION, "remediationrequests")
@@ -99,8 +96,8 @@ def _stop(reason: str) -> NoReturn:
 async def configure(
     settings: kopf.OperatorSettings, memo: kopf.Memo, logger: kopf.Logger, **_: Any
 ) -> None:
-    """Build dependencies once and keep them in ``memo``; store kopf state in status; build or
-    load the vector index. A configuration that cannot be loaded stops the operator."""
+    """Build the runtime once and keep it in ``memo.runtime``; store kopf state in status;
+    build or load the vector index. A configuration that cannot be loaded stops the operator."""
     memo.index_ready = False
     try:
         config = load_settings()
@@ -111,7 +108,14 @@ async def configure(
                 "PRECEDENT_STATUS_KEY is not set: enforce mode needs the key of the status "
                 "mark (the precedent-status-key Secret)"
             )
-        service = build_service(config, follows_cluster=True)
+
+        # The operator's own API client, logged in as kopf logs in: it posts Events, creates
+        # Incidents and writes Playbook counts, which kopf's own client does not do.
+        async def login() -> ApiConnection:
+            return _connection(_login_now(settings, logger))
+
+        api = KubeApi(await login(), login=login, connections=EVENT_POSTS_AT_ONCE)
+        runtime = build_runtime(config, api, event_posts=EVENT_POSTS_AT_ONCE)
     except PrecedentError as exc:
         _stop(f"invalid configuration: {exc}")
     except (OSError, MemoryError) as exc:
@@ -155,25 +159,17 @@ async def configure(
     # so the first request is answered at once; /healthz says not ready until it is.
     started = time.perf_counter()
     try:
-        report = await asyncio.to_thread(service.prepare_index)
+        report = await asyncio.to_thread(runtime.assessor.scorer.prepare_index)
     except PrecedentError as exc:
         _stop(f"vector index: {exc}")
     logger.info("%s in %.1f s", report, time.perf_counter() - started)
-    memo.config = config
-    # What the watch applied, compared with a full list now and then (see resync below).
-    memo.incident_mirror = ObjectMirror[str]("incidents")
-    memo.playbook_mirror = ObjectMirror[str]("playbooks")
-    # Namespaces whose environment label changed, for the handler that answers again.
-    memo.relabelled = set()
-    memo.shared = {}
-    memo.recorder = DecisionRecorder(service)
-    if service.signer.ephemeral:
+    if runtime.signer.ephemeral:
         logging.getLogger(__name__).warning(
             "PRECEDENT_STATUS_KEY is not set (audit-only mode): statuses are signed with a "
             "per-process key, so every request is assessed again after a restart"
         )
-    # Last: the other activities and every handler take ``memo.service`` as "configured".
-    memo.service = service
+    # Last: the other activities and every handler take ``memo.runtime`` as "configured".
+    memo.runtime = runtime
     memo.index_ready = True
 
 
@@ -186,37 +182,35 @@ def _login_now(settings: kopf.OperatorSettings, logger: kopf.Logger) -> kopf.Con
     info = kopf.login_with_service_account(settings=settings, logger=logger)
     info = info or kopf.login_with_kubeconfig(settings=settings, logger=logger)
     if info is None:
-        raise kopf.PermanentError("no credentials: neither a service account nor a kubeconfig")
+        raise InputError("no credentials: neither a service account nor a kubeconfig")
     return info
 
 
+def _runtime(memo: kopf.Memo) -> OperatorRuntime:
+    """The runtime ``configure`` built; a permanent error (not a retry every 60 s) if there is
+    none, which only happens when configure did not finish."""
+    runtime: OperatorRuntime | None = getattr(memo, "runtime", None)
+    if runtime is None:
+        raise kopf.PermanentError("not configured: the configure activity did not finish")
+    return runtime
+
+
+def _post(body: Mapping[str, Any], note: EventNote) -> None:
+    """Post an Event on ``body`` through kopf (its queue, in the handler's context)."""
+    target = body if isinstance(body, kopf.Body) else kopf.Body(cast("kopf.RawBody", body))
+    kopf.event(target, type=note.type, reason=note.reason, message=note.message)
+
+
 @kopf.on.startup(id="outcomes")
-async def configure_outcomes(
-    settings: kopf.OperatorSettings, memo: kopf.Memo, logger: kopf.Logger, **_: Any
-) -> None:
-    """Outcome handling, with an API client logged in as kopf logs in (it creates Incidents
-    and writes Playbook counts, which kopf's own client does not do)."""
-    _configured(memo)
-
-    async def login() -> ApiConnection:
-        return _connection(_login_now(settings, logger))
-
-    # One client for the process: kopf runs this again after a TemporaryError below, and a
-    # second client would leave the first one's connections open.
-    api: KubeApi | None = getattr(memo, "kube_api", None)
-    if api is None:
-        api = KubeApi(await login(), login=login, connections=EVENT_POSTS_AT_ONCE)
-        memo.kube_api = api
-    memo.events = EventPoster(api)
-    memo.event_slots = FairSlots(EVENT_POSTS_AT_ONCE)
-    memo.outcomes = build_outcomes(memo.config.catalog, memo.service, cluster=api)
-    # Every reported outcome counts before the first playbook's status is written: startup
-    # handlers finish before any watch starts (see observe_outcome).
+async def configure_outcomes(memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
+    """Count every reported outcome before the first playbook's status is written (startup
+    handlers finish before any watch starts, see observe_outcome); start the resync."""
+    runtime = _runtime(memo)
     try:
-        for obj in await api.list_cluster_objects("remediationrequests"):
+        for obj in await runtime.api.list_cluster_objects("remediationrequests"):
             meta = obj.get("metadata") or {}
             try:
-                memo.outcomes.observe(
+                runtime.outcomes.observe(
                     str(meta.get("uid", "")), obj.get("spec") or {}, obj.get("status") or {}
                 )
             except Exception:  # no single object can stop the operator from starting
@@ -227,32 +221,34 @@ async def configure_outcomes(
                 )
     except PrecedentError as exc:  # the API server is away: kopf runs this again
         raise kopf.TemporaryError(f"cannot list RemediationRequests: {exc}", delay=5) from None
-    # Approvals read and patch the request they point at through the same client.
-    memo.approvals = build_approvals(memo.config.policy, memo.service, requests=api)
-    if memo.config.operator.resync_seconds > 0:
-        memo.resync_task = asyncio.create_task(_resync_forever(memo, logger), name="resync")
+    if runtime.config.operator.resync_seconds > 0 and "resync" not in runtime.tasks:
+        runtime.tasks["resync"] = asyncio.create_task(
+            _resync_every(
+                runtime.config.operator.resync_seconds,
+                _object_listings(runtime),
+                logger,
+                before=lambda: _resync_namespaces(runtime, logger),
+                show_removed=True,
+            ),
+            name="resync",
+        )
 
 
 @kopf.on.cleanup(id="close")
 async def close(memo: kopf.Memo, **_: Any) -> None:
-    """Stop the resync and release the clients' connections on shutdown."""
-    task: asyncio.Task[None] | None = getattr(memo, "resync_task", None)
-    if task is not None:
+    """Stop the periodic lists and release the clients' connections on shutdown."""
+    runtime: OperatorRuntime | None = getattr(memo, "runtime", None)
+    if runtime is None:
+        return
+    for name, task in runtime.tasks.items():
         task.cancel()
         try:
             await task
         except asyncio.CancelledError:
             pass
-        except Exception:  # whatever ended the resync, shutting down goes on (no retry loop)
-            logging.getLogger(__name__).exception("the resync task ended with an error")
-    service: AssessmentService | None = getattr(memo, "service", None)
-    api: KubeApi | None = getattr(memo, "kube_api", None)
-    try:
-        if service is not None:
-            await service.aclose()
-    finally:
-        if api is not None:
-            await api.aclose()
+        except Exception:  # whatever ended the task, shutting down goes on (no retry loop)
+            logging.getLogger(__name__).exception("the %s task ended with an error", name)
+    await runtime.aclose()
 
 
 @kopf.on.login(id="login")
@@ -271,14 +267,13 @@ def index_incident(
     name: str, spec: kopf.Spec, meta: kopf.Meta, memo: kopf.Memo, logger: kopf.Logger, **_: Any
 ) -> dict[str, str]:
     """Keep the in-memory history in step with Incident objects."""
-    service: AssessmentService = memo.service
-    mirror: ObjectMirror[str] = memo.incident_mirror
+    runtime = _runtime(memo)
     created = str(meta.get("creationTimestamp") or "")
     try:
-        incident = mirror.apply(
+        incident = runtime.incident_mirror.apply(
             name,
             str(meta.get("resourceVersion", "")),
-            lambda: service.upsert_incident(name, spec, created=created),
+            lambda: runtime.objects.upsert_incident(name, spec, created=created),
         )
     except InputError as exc:  # dropped from the history; incident_status reports it
         logger.warning("ignoring invalid incident: %s", exc)
@@ -299,8 +294,7 @@ def incident_status(
     **_: Any,
 ) -> None:
     """Say on the object whether its incident is in the history (invalid or a duplicate id)."""
-    service: AssessmentService = memo.service
-    update = service.incident_status(
+    update = _runtime(memo).objects.incident_status(
         name,
         body.get("spec") or {},
         generation=int(meta.get("generation") or 1),
@@ -310,19 +304,14 @@ def incident_status(
     if update.changed:
         patch.status.update(update.fields)
         if update.event is not None:
-            kopf.event(
-                body,
-                type=update.event.type,
-                reason=update.event.reason,
-                message=update.event.message,
-            )
+            _post(body, update.event)
 
 
 @kopf.on.event(*INCIDENTS, id="incident-deleted", when=lambda type, **_: type == "DELETED")
 def incident_deleted(name: str, memo: kopf.Memo, **_: Any) -> None:
     """Drop a deleted Incident from the history."""
-    mirror: ObjectMirror[str] = memo.incident_mirror
-    mirror.remove(name, lambda: memo.service.remove_incident(name))
+    runtime = _runtime(memo)
+    runtime.incident_mirror.remove(name, lambda: runtime.objects.remove_incident(name))
 
 
 @kopf.index(*PLAYBOOKS, id="playbooks")
@@ -330,33 +319,17 @@ def index_playbook(
     name: str, spec: kopf.Spec, meta: kopf.Meta, memo: kopf.Memo, logger: kopf.Logger, **_: Any
 ) -> dict[str, str]:
     """Keep the in-memory catalog in step with Playbook objects."""
-    mirror: ObjectMirror[str] = memo.playbook_mirror
+    runtime = _runtime(memo)
     try:
-        version = mirror.apply(
-            name, str(meta.get("resourceVersion", "")), lambda: _upsert_playbook(memo, name, spec)
+        version = runtime.playbook_mirror.apply(
+            name,
+            str(meta.get("resourceVersion", "")),
+            lambda: runtime.objects.upsert_playbook(name, spec).version,
         )
     except InputError as exc:  # dropped from the catalog, not kept in its last valid form
         logger.warning("ignoring invalid playbook: %s", exc)
         return {}
     return {name: version}
-
-
-def _upsert_playbook(memo: kopf.Memo, name: str, spec: Any) -> str:
-    service: AssessmentService = memo.service
-    outcomes: OutcomeService = memo.outcomes
-    try:
-        playbook = service.upsert_playbook(name, spec)
-    except InputError:
-        _remove_playbook(memo, name)
-        raise
-    # The catalog scores with the live counts: the prior plus the reported outcomes.
-    outcomes.playbook_changed(playbook)
-    return playbook.version
-
-
-def _remove_playbook(memo: kopf.Memo, name: str) -> None:
-    memo.service.remove_playbook(name)
-    memo.outcomes.playbook_removed(name)
 
 
 @kopf.on.resume(*PLAYBOOKS, id="playbook-status")
@@ -376,9 +349,8 @@ def playbook_status(
         executions=int(history.get("executions", 0)), successes=int(history.get("successes", 0))
     )
     # The prior plus every reported outcome naming this playbook, recounted (never +1).
-    outcomes: OutcomeService = memo.outcomes
     wanted = {
-        **outcomes.playbook_status(str(meta.get("name")), prior),
+        **_runtime(memo).outcomes.playbook_status(str(meta.get("name")), prior),
         "observedGeneration": int(meta.get("generation") or 1),
     }
     if any(status.get(key) != value for key, value in wanted.items()):
@@ -388,66 +360,104 @@ def playbook_status(
 @kopf.on.event(*PLAYBOOKS, id="playbook-deleted", when=lambda type, **_: type == "DELETED")
 def playbook_deleted(name: str, memo: kopf.Memo, **_: Any) -> None:
     """Drop a deleted Playbook from the catalog."""
-    mirror: ObjectMirror[str] = memo.playbook_mirror
-    mirror.remove(name, lambda: _remove_playbook(memo, name))
+    runtime = _runtime(memo)
+    runtime.playbook_mirror.remove(name, lambda: runtime.objects.remove_playbook(name))
 
 
-async def _resync_forever(memo: kopf.Memo, logger: kopf.Logger) -> None:
-    """List Incidents, Playbooks and Namespaces every ``resync_seconds`` and make memory
-    equal the lists.
+@dataclass(frozen=True, slots=True)
+class _Listing:
+    """One kind a periodic full list makes memory equal to."""
+
+    name: str
+    """What the log calls it (``incidents``, ``deployments``)."""
+    mark: Callable[[], int]
+    """Taken just before the list is requested."""
+    fetch: Callable[[], Awaitable[list[dict[str, Any]]]]
+    """The full list from the API server."""
+    apply: Callable[[list[dict[str, Any]], int], ResyncPlan[Any]]
+    """Makes memory equal the list (requested after the mark); what it changed."""
+
+
+async def _resync_every(
+    seconds: float,
+    listings: Sequence[_Listing],
+    logger: kopf.Logger,
+    *,
+    what: str = "resync",
+    before: Callable[[], Awaitable[None]] | None = None,
+    show_removed: bool = False,
+) -> None:
+    """List each kind every ``seconds`` and make memory equal the lists.
 
     kopf's re-list (after a broken stream or 410 Gone) never drops what the new list lacks,
     and a watch resumed against a restored API server never delivers those deletions; a list
     now and then does (see precedent.services.mirror).
     """
-    service: AssessmentService = memo.service
-    api: KubeApi = memo.kube_api
-
-    def upsert_incident(obj: Any) -> None:
-        meta = obj.get("metadata") or {}
-        created = str(meta.get("creationTimestamp") or "")
-        service.upsert_incident(str(meta["name"]), obj.get("spec"), created=created)
-
-    def upsert_playbook(obj: Any) -> None:
-        _upsert_playbook(memo, str(obj["metadata"]["name"]), obj.get("spec"))
-
-    kinds = (
-        (memo.incident_mirror, upsert_incident, service.remove_incident),
-        (memo.playbook_mirror, upsert_playbook, lambda name: _remove_playbook(memo, name)),
-    )
     while True:
-        await asyncio.sleep(memo.config.operator.resync_seconds)
-        await _resync_namespaces(memo, logger)
-        for mirror, upsert, delete in kinds:
-            mark = mirror.mark()
+        await asyncio.sleep(seconds)
+        if before is not None:
+            await before()
+        for listing in listings:
+            mark = listing.mark()
             try:
-                items = await api.list_cluster_objects(mirror.kind)
+                items = await listing.fetch()
             except PrecedentError as exc:  # the API server is away: the next round tries again
-                logger.warning("resync of %s skipped: %s", mirror.kind, exc)
+                logger.warning("%s of %s skipped: %s", what, listing.name, exc)
                 continue
-            listed = {str(o["metadata"]["name"]): o for o in items if o.get("metadata")}
-            plan = mirror.resync(listed, mark, upsert=upsert, delete=delete)
+            plan = listing.apply(items, mark)
             if plan:
+                removed = f" ({', '.join(map(str, plan.removed[:10])) or '-'})"
                 logger.info(
-                    "resync of %s: %d taken from the API, %d gone from it (%s)",
-                    mirror.kind,
+                    "%s of %s: %d taken from the API, %d gone from it%s",
+                    what,
+                    listing.name,
                     len(plan.applied),
                     len(plan.removed),
-                    ", ".join(plan.removed[:10]) or "-",
+                    removed if show_removed else "",
                 )
 
 
-async def _resync_namespaces(memo: kopf.Memo, logger: kopf.Logger) -> None:
+def _object_listings(runtime: OperatorRuntime) -> list[_Listing]:
+    """Incidents and Playbooks: the history and the catalog equal the lists."""
+    objects, api = runtime.objects, runtime.api
+
+    def upsert_incident(obj: Mapping[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        created = str(meta.get("creationTimestamp") or "")
+        objects.upsert_incident(str(meta["name"]), obj.get("spec"), created=created)  # type: ignore[arg-type]
+
+    def upsert_playbook(obj: Mapping[str, Any]) -> None:
+        objects.upsert_playbook(str(obj["metadata"]["name"]), obj.get("spec"))  # type: ignore[arg-type]
+
+    def listing(
+        mirror: ObjectMirror[str],
+        upsert: Callable[[Mapping[str, Any]], None],
+        delete: Callable[[str], None],
+    ) -> _Listing:
+        def apply(items: list[dict[str, Any]], mark: int) -> ResyncPlan[Any]:
+            listed = {str(o["metadata"]["name"]): o for o in items if o.get("metadata")}
+            return mirror.resync(listed, mark, upsert=upsert, delete=delete)
+
+        return _Listing(
+            mirror.kind, mirror.mark, lambda: api.list_cluster_objects(mirror.kind), apply
+        )
+
+    return [
+        listing(runtime.incident_mirror, upsert_incident, objects.remove_incident),
+        listing(runtime.playbook_mirror, upsert_playbook, objects.remove_playbook),
+    ]
+
+
+async def _resync_namespaces(runtime: OperatorRuntime, logger: kopf.Logger) -> None:
     """Make the Namespaces' labels in memory equal a full list, as for Incidents: a relabel
     or a deletion the watch never delivered (a restored API server) is seen here, and the
     requests aimed at those namespaces are answered again."""
-    service: AssessmentService = memo.service
-    facts = service.facts
-    approvals = memo.shared.get("approvals")
+    facts = runtime.facts
+    approvals = runtime.approval_index
     if facts is None or approvals is None:
         return
     try:
-        items = await memo.kube_api.list_objects("/api/v1", "namespaces")
+        items = await runtime.api.list_objects("/api/v1", "namespaces")
     except PrecedentError as exc:  # the API server is away: the next round tries again
         logger.warning("resync of namespaces skipped: %s", exc)
         return
@@ -457,10 +467,10 @@ async def _resync_namespaces(memo: kopf.Memo, logger: kopf.Logger) -> None:
         if meta.get("name")
     ]
     changed = facts.replace_namespaces(listed)
-    memo.relabelled.difference_update(changed)
+    runtime.relabelled.difference_update(changed)
     if changed:
         logger.info("resync of namespaces: the environment of %s changed", ", ".join(changed))
-        await _answer_again(memo, logger, set(changed), approvals)
+        await _answer_again(runtime, logger, set(changed), approvals)
 
 
 # -- requests ---------------------------------------------------------------------------------
@@ -470,23 +480,22 @@ def _timestamp(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
 
 
-def _answered(body: kopf.Body, memo: kopf.Memo) -> bool:
+def _answered(body: kopf.Body, runtime: OperatorRuntime) -> bool:
     """This operator's answer (a valid mark), given in facts that still hold: its target's
     namespace was not relabelled since (a request that ran keeps its answer)."""
-    service: AssessmentService = memo.service
-    if not service.signer.answered(body):
+    if not runtime.signer.answered(body):
         return False
     spec = body.get("spec") or {}
     if spec.get("outcome"):
         return True
     namespace = (body.get("metadata") or {}).get("namespace")
-    return not service.facts_changed(spec, namespace, body.get("status") or {})
+    return not runtime.assessor.facts_changed(spec, namespace, body.get("status") or {})
 
 
 def _not_answered(body: kopf.Body, memo: kopf.Memo, **_: Any) -> bool:
     # A request this operator answered (a valid mark) is not even handed to the handler: a
     # restart resumes thousands of them, and each would cost a handler run and two log lines.
-    return not _answered(body, memo)
+    return not _answered(body, _runtime(memo))
 
 
 @kopf.on.resume(*REQUESTS, id="assess", when=_not_answered)
@@ -503,9 +512,10 @@ async def assess_request(
     **kwargs: Any,
 ) -> None:
     """Score a RemediationRequest and write the assessment into its status."""
-    if _answered(body, memo):
+    runtime = _runtime(memo)
+    if _answered(body, runtime):
         return  # answered by this operator: a restart re-lists everything and leaves it alone
-    update = await _answer_and_post(body, spec, status, meta, memo, retry, kwargs["approvals"])
+    update = await _answer_and_post(body, spec, status, meta, runtime, retry, kwargs["approvals"])
     patch.status.update(update.patch())
     if update.outcome == "invalid":
         raise kopf.PermanentError(update.message)
@@ -523,20 +533,18 @@ async def _answer(
     spec: kopf.Spec,
     status: kopf.Status,
     meta: kopf.Meta,
-    memo: kopf.Memo,
+    runtime: OperatorRuntime,
     retry: int,
     approvals: kopf.Index[tuple[str, str], dict[str, Any]],
 ) -> StatusUpdate:
     """The status a request should have now (assessed, with its approvals applied)."""
-    service: AssessmentService = memo.service
     # Approvals already made for it (re-listed after a restart) are applied again. kopf passes
     # each index as a keyword named by its id (see index_approval below).
-    approval_service: ApprovalService = memo.approvals
     key = (str(meta.get("namespace")), str(meta.get("name")))
     now = datetime.now(UTC)
     # The creation time anchors "recent" so that re-running the handler gives the same answer.
     started = time.perf_counter()
-    update = await service.reconcile(
+    update = await runtime.assessor.reconcile(
         spec,
         uid=str(meta.get("uid", "")),
         generation=int(meta.get("generation") or 1),
@@ -544,13 +552,14 @@ async def _answer(
         now=now,
         anchor=_timestamp(meta.get("creationTimestamp")),
         attempt=retry + 1,
-        approve=approval_service.applier(body, list(approvals.get(key, [])), now),
+        approve=runtime.approvals.applier(body, list(approvals.get(key, [])), now),
         prior=dict(status),
         namespace=str(meta.get("namespace") or ""),
     )
-    recorder: DecisionRecorder = memo.recorder
     name = RequestName(str(meta.get("uid", "")), str(meta.get("namespace")), str(meta.get("name")))
-    recorder.reconciled(name, str(spec.get("action", "")), update, time.perf_counter() - started)
+    runtime.recorder.reconciled(
+        name, str(spec.get("action", "")), update, time.perf_counter() - started
+    )
     return update
 
 
@@ -559,50 +568,42 @@ async def _answer_and_post(
     spec: kopf.Spec,
     status: kopf.Status,
     meta: kopf.Meta,
-    memo: kopf.Memo,
+    runtime: OperatorRuntime,
     retry: int,
     approvals: kopf.Index[tuple[str, str], dict[str, Any]],
 ) -> StatusUpdate:
     """:func:`_answer`, then its Event. At most EVENT_POSTS_AT_ONCE requests are answered at
     once, and namespaces take turns for those slots (and for the scoring thread), so a flood in
     one namespace does not hold up the others."""
-    slots: FairSlots = memo.event_slots
-    async with slots.hold(str(meta.get("namespace") or "")):
-        update = await _answer(body, spec, status, meta, memo, retry, approvals)
+    async with runtime.event_slots.hold(str(meta.get("namespace") or "")):
+        update = await _answer(body, spec, status, meta, runtime, retry, approvals)
         # Posted before the status is written, under a name only this answer produces: a
         # crash in between re-assesses and re-posts (409: once); a crash after leaves both.
-        posted = await _post_decision(body, update, memo)
+        posted = await _post_decision(body, update, runtime)
     _post_notes(body, update, posted)
     return update
 
 
-async def _post_decision(body: kopf.Body, update: StatusUpdate, memo: kopf.Memo) -> bool:
+async def _post_decision(body: kopf.Body, update: StatusUpdate, runtime: OperatorRuntime) -> bool:
     """The answer's Event through the operator's own client; False when it could not be
     posted there (kopf then posts it, see :func:`_post_notes`)."""
     if update.event is None:
         return True
-    events: EventPoster = memo.events
-    return await events.post(body, update.event)
+    return await runtime.events.post(body, update.event)
 
 
 def _post_notes(body: kopf.Body, update: StatusUpdate, posted: bool) -> None:
     """kopf posts the answer's Event when the client could not, and every extra note."""
     if update.event is not None and not posted:
-        kopf.event(
-            body,
-            type=update.event.type,
-            reason=update.event.reason,
-            message=update.event.message,
-        )
+        _post(body, update.event)
     for extra in update.notes:
-        kopf.event(body, type=extra.type, reason=extra.reason, message=extra.message)
+        _post(body, extra)
 
 
 def _forged(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> bool:
     # A change while the operator runs (the initial listing is the resume handler's): the
     # status says Approved but this operator's mark does not vouch for it.
-    service: AssessmentService = memo.service
-    return type is not None and type != "DELETED" and service.signer.forged(body)
+    return type is not None and type != "DELETED" and _runtime(memo).signer.forged(body)
 
 
 @kopf.on.event(*REQUESTS, id="forged-approval", when=_forged)
@@ -620,13 +621,16 @@ async def correct_forged_approval(
     operator's own answer over it (a signed status), with a Warning Event."""
     logger.warning("the Approved condition was not written by this operator: assessing again")
     # The prior status may be forged too: it only ever makes the new answer stricter.
-    update = await _answer_and_post(body, spec, status, meta, memo, 0, kwargs["approvals"])
-    kopf.event(
+    runtime = _runtime(memo)
+    update = await _answer_and_post(body, spec, status, meta, runtime, 0, kwargs["approvals"])
+    _post(
         body,
-        type="Warning",
-        reason="ForgedStatus",
-        message="the Approved condition was written without the operator's mark; "
-        "it was replaced by the operator's answer",
+        EventNote(
+            "Warning",
+            "ForgedStatus",
+            "the Approved condition was written without the operator's mark; "
+            "it was replaced by the operator's answer",
+        ),
     )
     patch.status.update(update.patch())
 
@@ -646,8 +650,7 @@ def _outcome_may_change(
     # can change the ledger: the others cost no handler run and no log line per event.
     if type == "DELETED":
         return False
-    outcomes: OutcomeService = memo.outcomes
-    return bool(spec.get("outcome")) or outcomes.ledger.get(uid) is not None
+    return bool(spec.get("outcome")) or _runtime(memo).outcomes.ledger.get(uid) is not None
 
 
 @kopf.on.event(*REQUESTS, id="outcome-ledger", when=_outcome_may_change)
@@ -655,16 +658,15 @@ def observe_outcome(
     uid: str, spec: kopf.Spec, status: kopf.Status, memo: kopf.Memo, **_: Any
 ) -> None:
     """Keep the ledger of accepted outcomes (by request uid) in step with the requests."""
-    outcomes: OutcomeService = memo.outcomes
-    outcomes.observe(uid, spec, status)
+    _runtime(memo).outcomes.observe(uid, spec, status)
 
 
 @kopf.on.event(*REQUESTS, id="outcome-deleted", when=lambda type, **_: type == "DELETED")
 async def outcome_deleted(uid: str, memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
     """A deleted request's outcome stops counting; its playbook's status is recounted."""
-    recorder: DecisionRecorder = memo.recorder
-    recorder.deleted(uid)  # a deleted request no longer counts as Stalled
-    outcomes: OutcomeService = memo.outcomes
+    runtime = _runtime(memo)
+    runtime.recorder.deleted(uid)  # a deleted request no longer counts as Stalled
+    outcomes = runtime.outcomes
     for playbook in outcomes.forget(uid):
         try:
             await outcomes.sync_playbook(playbook)
@@ -691,7 +693,7 @@ async def handle_outcome(
 ) -> None:
     """Handle a reported outcome once: playbook counts, an Incident on failure, an Event and
     ``status.outcome`` (the mark that stops it being handled again)."""
-    outcomes: OutcomeService = memo.outcomes
+    outcomes = _runtime(memo).outcomes
     if outcomes.already_handled(status):
         return
     request = RequestRef(
@@ -712,9 +714,7 @@ async def handle_outcome(
     except DependencyError as exc:
         raise kopf.TemporaryError(str(exc), delay=DEPENDENCY_RETRY_SECONDS) from None
     patch.status.update(handled.status)
-    kopf.event(
-        body, type=handled.event.type, reason=handled.event.reason, message=handled.event.message
-    )
+    _post(body, handled.event)
     logger.info("%s", handled.event.message)
 
 
@@ -742,29 +742,25 @@ async def handle_approval(
     """Judge a RemediationApproval once: apply it to its request, or say why it is ignored."""
     if status.get("state"):
         return  # judged already; approvals are immutable
-    approvals: ApprovalService = memo.approvals
+    runtime = _runtime(memo)
     try:
-        handled = await approvals.handle(body, now=datetime.now(UTC))
+        handled = await runtime.approvals.handle(body, now=datetime.now(UTC))
     except DependencyError as exc:
         raise kopf.TemporaryError(str(exc), delay=APPROVAL_RETRY_SECONDS) from None
     if handled.status is None:
         raise kopf.TemporaryError(handled.verdict.message, delay=APPROVAL_RETRY_SECONDS)
     patch.status.update(handled.status)
     if handled.event is not None:
-        note = handled.event
-        kopf.event(body, type=note.type, reason=note.reason, message=note.message)
+        _post(body, handled.event)
     if handled.request is not None and handled.verdict.state == "Accepted":
         request_meta = handled.request.get("metadata") or {}
         created = _timestamp(request_meta.get("creationTimestamp"))
-        recorder: DecisionRecorder = memo.recorder
-        recorder.approval_decided(
+        runtime.recorder.approval_decided(
             str(request_meta.get("uid", "")),
             (datetime.now(UTC) - created).total_seconds() if created else None,
         )
     if handled.request is not None and handled.request_event is not None:
-        note = handled.request_event
-        reference = kopf.Body(cast("kopf.RawBody", handled.request))
-        kopf.event(reference, type=note.type, reason=note.reason, message=note.message)
+        _post(handled.request, handled.request_event)
     logger.info("%s: %s", handled.verdict.reason, handled.verdict.message)
 
 
@@ -786,7 +782,7 @@ async def approval_expiry(
     **_: Any,
 ) -> None:
     """When an accepted approval's expiresAt passes, its request waits again (Expired)."""
-    approvals: ApprovalService = memo.approvals
+    approvals = _runtime(memo).approvals
     try:
         expires = parse_approval_spec(body.get("spec") or {}).expires_at
     except InputError as exc:  # out of range or malformed: the approval is Ignored for it
@@ -808,12 +804,9 @@ async def approval_expiry(
         if handled.status is not None:
             patch.status.update(handled.status)
         if handled.event is not None:
-            note = handled.event
-            kopf.event(body, type=note.type, reason=note.reason, message=note.message)
+            _post(body, handled.event)
         if handled.request is not None and handled.request_event is not None:
-            note = handled.request_event
-            reference = kopf.Body(cast("kopf.RawBody", handled.request))
-            kopf.event(reference, type=note.type, reason=note.reason, message=note.message)
+            _post(handled.request, handled.request_event)
         logger.info("%s: %s", handled.verdict.reason, handled.verdict.message)
         return
 
@@ -828,9 +821,9 @@ async def approval_expiry(
 @kopf.index("", "v1", "namespaces", id="namespace-facts")
 def index_namespace(name: str, labels: kopf.Labels, memo: kopf.Memo, **_: Any) -> None:
     """A Namespace was listed, added or relabelled: remember its environment label."""
-    facts: ContextFacts | None = memo.service.facts
-    if facts is not None and facts.observe_namespace(name, dict(labels)):
-        memo.relabelled.add(name)
+    runtime = _runtime(memo)
+    if runtime.facts is not None and runtime.facts.observe_namespace(name, dict(labels)):
+        runtime.relabelled.add(name)
 
 
 @kopf.on.event("", "v1", "namespaces", id="namespace-relabelled")
@@ -843,11 +836,11 @@ async def namespace_relabelled(
     Indexes run before this handler for the same event. The initial listing needs nothing
     here: each answer's ``status.context.facts`` is compared with the facts when its request
     is resumed (``_answered``)."""
-    facts: ContextFacts | None = memo.service.facts
-    relabelled: set[str] = memo.relabelled
+    runtime = _runtime(memo)
+    facts, relabelled = runtime.facts, runtime.relabelled
     # The periodic list of namespaces answers again with the same index (a live view; kopf
-    # hands each object a shallow copy of the memo, so it is kept in a shared dict).
-    memo.shared["approvals"] = kwargs["approvals"]
+    # hands each object a shallow copy of the memo, which shares the runtime).
+    runtime.approval_index = kwargs["approvals"]
     if facts is None:
         return
     if type == "DELETED":
@@ -858,21 +851,18 @@ async def namespace_relabelled(
     relabelled.discard(name)
     if type is None:
         return
-    await _answer_again(memo, logger, {name}, kwargs["approvals"])
+    await _answer_again(runtime, logger, {name}, kwargs["approvals"])
 
 
 async def _answer_again(
-    memo: kopf.Memo,
+    runtime: OperatorRuntime,
     logger: kopf.Logger,
     namespaces: set[str],
     approvals: kopf.Index[tuple[str, str], dict[str, Any]],
 ) -> None:
     """Answer again every answered request whose answer was given in facts that no longer
     hold, after ``namespaces`` changed (a request that ran keeps its answer)."""
-    service: AssessmentService = memo.service
-    api: KubeApi | None = getattr(memo, "kube_api", None)
-    if api is None:
-        return
+    api = runtime.api
     try:
         listed = await api.list_cluster_objects("remediationrequests")
     except PrecedentError as exc:  # the API server is away: a restart or resync catches up
@@ -884,9 +874,9 @@ async def _answer_again(
         # Whether a request's target lies in one of them is the facts' own rule (a target
         # namespace, a Kubernetes path, or the request's namespace for namespaced kinds):
         # ask whether its answer's facts still hold, a lookup in memory per request.
-        if not service.signer.answered(body) or _answered(body, memo):
+        if not runtime.signer.answered(body) or _answered(body, runtime):
             continue
-        update = await _answer(body, spec, body.status, meta, memo, 0, approvals)
+        update = await _answer(body, spec, body.status, meta, runtime, 0, approvals)
         try:
             version = str(meta.get("resourceVersion"))
             await api.patch_request_status(
@@ -895,17 +885,19 @@ async def _answer_again(
         except PrecedentError as exc:  # changed meanwhile: its own handler answers it
             logger.warning("request %s/%s not answered again: %s", meta.namespace, meta.name, exc)
             continue
-        posted = await _post_decision(body, update, memo)
+        posted = await _post_decision(body, update, runtime)
         context = (update.patch().get("context") or {}).get("facts")
         # Outside a handler (this runs in the resync task) kopf's own Event queue may not be
         # reachable: the answer stands, the extra Events are then only logged.
         try:
             _post_notes(body, update, posted)
-            kopf.event(
+            _post(
                 body,
-                type="Normal",
-                reason="ContextChanged",
-                message=f"the facts about the target changed (now: {context}); answered again",
+                EventNote(
+                    "Normal",
+                    "ContextChanged",
+                    f"the facts about the target changed (now: {context}); answered again",
+                ),
             )
         except LookupError:
             logger.info(
@@ -944,7 +936,7 @@ def _follows_graph() -> bool:
 
 def graph_object(body: kopf.Body, resource: kopf.Resource, memo: kopf.Memo, **_: Any) -> None:
     """An object of a kind the graph reads was listed, added or changed: apply it."""
-    blast: BlastRadiusService | None = memo.service.blast
+    blast = _runtime(memo).blast
     if blast is not None:
         blast.observe(str(resource.kind), None, body)
 
@@ -953,55 +945,34 @@ def graph_object_deleted(
     body: kopf.Body, resource: kopf.Resource, memo: kopf.Memo, **_: Any
 ) -> None:
     """An object of a kind the graph reads was deleted: remove it."""
-    blast: BlastRadiusService | None = memo.service.blast
+    blast = _runtime(memo).blast
     if blast is not None:
         blast.observe(str(resource.kind), "DELETED", body)
 
 
-async def _resync_graph_forever(memo: kopf.Memo, logger: kopf.Logger) -> None:
-    """List the graph's kinds every ``graph.resync_seconds`` and make the graph equal
-    the lists: kopf's re-list never drops what the new list lacks, and a watch resumed against
-    a restored API server never delivers those deletions (the history's rule, the same way)."""
-    blast: BlastRadiusService = memo.service.blast
-    while True:
-        await asyncio.sleep(memo.config.graph.resync_seconds)
-        api: KubeApi = memo.kube_api
-        for group, version, plural, kind in GRAPH_RESOURCES:
-            prefix = f"/apis/{group}/{version}" if group else f"/api/{version}"
-            mark = blast.mark()
-            try:
-                items = await api.list_objects(prefix, plural)
-            except PrecedentError as exc:  # the API server is away: the next round tries again
-                logger.warning("graph resync of %s skipped: %s", plural, exc)
-                continue
-            result = blast.resync(kind, items, mark)
-            if result:
-                logger.info(
-                    "graph resync of %s: %d taken from the API, %d gone from it",
-                    plural,
-                    len(result.applied),
-                    len(result.removed),
-                )
-
-
 @kopf.on.startup(id="graph-resync")
 async def start_graph_resync(memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
-    """Start the periodic full list of the graph's kinds (when the graph and it are on)."""
-    _configured(memo)
-    if memo.service.blast is not None and memo.config.graph.resync_seconds > 0:
-        memo.graph_resync = asyncio.create_task(
-            _resync_graph_forever(memo, logger), name="graph-resync"
+    """Start the periodic full list of the graph's kinds (when the graph and it are on): the
+    graph equals the lists (the history's rule, the same way)."""
+    runtime = _runtime(memo)
+    blast, api = runtime.blast, runtime.api
+    seconds = runtime.config.graph.resync_seconds
+    if blast is None or seconds <= 0 or "graph-resync" in runtime.tasks:
+        return
+
+    def listing(group: str, version: str, plural: str, kind: str) -> _Listing:
+        prefix = f"/apis/{group}/{version}" if group else f"/api/{version}"
+        return _Listing(
+            plural,
+            blast.mark,
+            lambda: api.list_objects(prefix, plural),
+            lambda items, mark: blast.resync(kind, items, mark),
         )
 
-
-@kopf.on.cleanup(id="graph-resync")
-async def stop_graph_resync(memo: kopf.Memo, **_: Any) -> None:
-    """Stop the periodic full list."""
-    task: asyncio.Task[None] | None = getattr(memo, "graph_resync", None)
-    if task is not None:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+    listings = [listing(*resource) for resource in GRAPH_RESOURCES]
+    runtime.tasks["graph-resync"] = asyncio.create_task(
+        _resync_every(seconds, listings, logger, what="graph resync"), name="graph-resync"
+    )
 
 
 if _follows_graph():
@@ -1016,15 +987,6 @@ if _follows_graph():
         )(graph_object_deleted)
 
 
-def _configured(memo: kopf.Memo) -> AssessmentService:
-    """The service ``configure`` built; a permanent error (not a retry every 60 s) if there is
-    none, which only happens when configure did not finish."""
-    service: AssessmentService | None = getattr(memo, "service", None)
-    if service is None:
-        raise kopf.PermanentError("not configured: the configure activity did not finish")
-    return service
-
-
 @kopf.on.probe(id="ready")
 def probe_ready(memo: kopf.Memo, **_: Any) -> bool:
     """Readiness at /healthz: an error (HTTP 500) until the configuration is loaded and the
@@ -1037,10 +999,10 @@ def probe_ready(memo: kopf.Memo, **_: Any) -> bool:
 @kopf.on.probe(id="history")
 def probe_history(memo: kopf.Memo, **_: Any) -> int:
     """Liveness/readiness detail at /healthz: incidents in the current snapshot."""
-    return _configured(memo).history_size()
+    return _runtime(memo).objects.history_size()
 
 
 @kopf.on.probe(id="playbooks")
 def probe_playbooks(memo: kopf.Memo, **_: Any) -> int:
     """Liveness/readiness detail at /healthz: playbooks in the in-process catalog."""
-    return len(_configured(memo).catalog)
+    return _runtime(memo).objects.playbook_count()

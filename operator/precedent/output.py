@@ -15,7 +15,7 @@ from precedent.core.printable import printable
 from precedent.settings import Settings, SettingsError, load_settings
 
 if TYPE_CHECKING:
-    from precedent.services import AssessmentService
+    from precedent.services import Assessor
 
 __all__ = [
     "HISTORY_HELP",
@@ -138,13 +138,13 @@ def settings_or_fail(flags: Mapping[str, tuple[str, object | None]] | None = Non
         fail(f"invalid configuration: {exc}")
 
 
-def run_async(service: AssessmentService, work: Coroutine[Any, Any, _T]) -> _T:
-    """Run a service coroutine from a command, then release the service's connections."""
+def run_async(assessor: Assessor, work: Coroutine[Any, Any, _T]) -> _T:
+    """Run a coroutine from a command, then release the assessor's connections."""
 
     async def run() -> _T:
         try:
             return await work
         finally:
-            await service.aclose()
+            await assessor.aclose()
 
     return asyncio.run(run())

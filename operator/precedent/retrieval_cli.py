@@ -95,26 +95,26 @@ def search_command(
         fail("search text is empty")
         return
     try:
-        service = build_service(
+        scorer = build_service(
             settings,
             history=history or None,
             embedder=embedder,
             require_history=True,
             catalog="",
-        )
-        ranked = service.rank(text_query(text, domain=domain), top_k, now=datetime.now(UTC))
+        ).assessor.scorer
+        ranked = scorer.rank(text_query(text, domain=domain), top_k, now=datetime.now(UTC))
     except PrecedentError as exc:
         fail(str(exc))
         return
-    snapshot = service.history.snapshot
+    snapshot = scorer.history.snapshot
     rows = [_search_row(s, snapshot) for s in ranked]
     if output in ("json", "yaml"):
         document: dict[str, Any] = {
             "query": text,
-            "mode": service.config.mode,
-            "embedder": service.neighbours.name if service.neighbours else None,
+            "mode": scorer.config.mode,
+            "embedder": scorer.neighbours.name if scorer.neighbours else None,
             "results": rows,
-            "historySize": service.history_size(),
+            "historySize": scorer.history_size(),
         }
         click.echo(render_documents([document], output))
         return
@@ -185,23 +185,23 @@ def eval_retrieval_command(
     try:
         history = load_history_jsonl(history_path)
         queries = load_queries_jsonl(queries_path, history)
-        service = build_service(
+        scorer = build_service(
             settings,
             incidents=history.incidents,
             embedder=embedder,
             require_history=True,
             catalog="",
-        )
+        ).assessor.scorer
         with progress(len(queries), "evaluating") as advance:
-            metrics = run_evaluation(service, _counted(queries, advance))
+            metrics = run_evaluation(scorer, _counted(queries, advance))
     except PrecedentError as exc:
         fail(str(exc))
         return
     if output in ("json", "yaml"):
         click.echo(render_documents([metrics.as_dict()], output))
         return
-    chosen: SimilarityMode = service.config.mode
-    name = service.neighbours.name if service.neighbours else "-"
+    chosen: SimilarityMode = scorer.config.mode
+    name = scorer.neighbours.name if scorer.neighbours else "-"
     click.echo(
         format_table(
             ["MODE", "EMBEDDER", "QUERIES", "MRR", "HIT@1", "HIT@5", "MAP@10"],
@@ -324,13 +324,13 @@ def _eval_risk(
         labelled = load_labelled_requests([risk_path])
         if not labelled:
             raise PrecedentError(f"no RemediationRequest documents in {risk_path}")
-        service = build_service(
+        assessor = build_service(
             settings,
             history=[history_path] if history_path else None,
             embedder=embedder,
             require_history=True,
             catalog="",
-        )
+        ).assessor
         cache: dict[str | None, ContextFacts] = {}
 
         def facts_of(cluster: str | None) -> ContextFacts:
@@ -340,15 +340,15 @@ def _eval_risk(
             return cache[cluster]
 
         evaluation = run_async(
-            service, evaluate_risk(service, labelled, facts_of if verified else None)
+            assessor, evaluate_risk(assessor, labelled, facts_of if verified else None)
         )
     except PrecedentError as exc:
         fail(str(exc))
         return
     if output in ("json", "yaml"):
         document = {
-            "riskModel": service.config.risk_model.name,
-            "mode": service.config.mode,
+            "riskModel": assessor.config.risk_model.name,
+            "mode": assessor.config.mode,
             "context": "verified" if verified else "claimed",
             "total": evaluation.total,
             "correct": evaluation.correct,
@@ -374,8 +374,8 @@ def _eval_risk(
         click.echo(render_documents([document], output))
         return
     click.echo(
-        f"risk model {service.config.risk_model.name}, {service.config.mode} mode, "
-        f"{service.history_size()} incidents: accuracy {evaluation.accuracy:.1%} "
+        f"risk model {assessor.config.risk_model.name}, {assessor.config.mode} mode, "
+        f"{assessor.scorer.history_size()} incidents: accuracy {evaluation.accuracy:.1%} "
         f"({evaluation.correct}/{evaluation.total}), within one band {evaluation.within_one}, "
         f"below the label {evaluation.under}"
     )
@@ -415,14 +415,14 @@ def _eval_selection(
             raise PrecedentError(f"no RemediationRequest documents in {path}")
         for name in models or tuple(SELECTION_MODELS):
             settings = settings_or_fail({"--selection-model": ("selection_model", name)})
-            service = build_service(
+            assessor = build_service(
                 settings,
                 incidents=[],  # selection reads the catalog only
                 mode="rules",
                 embedder=embedder,
                 catalog=catalog,
-            )
-            per_model[name] = run_async(service, select_for_labelled(service, labelled))
+            ).assessor
+            per_model[name] = run_async(assessor, select_for_labelled(assessor, labelled))
     except PrecedentError as exc:
         fail(str(exc))
         return

@@ -12,37 +12,49 @@ index and the playbook catalog, one rule for where playbooks come from
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from pydantic import SecretStr
 
 from precedent.adapters.action_registry import load_action_registry
 from precedent.adapters.bounded import TooLarge
+from precedent.adapters.cache import CachingCatalog
 from precedent.adapters.catalog_http import HttpPlaybookCatalog
 from precedent.adapters.catalog_local import LocalPlaybookCatalog
 from precedent.adapters.context_facts import load_facts, load_mapping
 from precedent.adapters.evaluation import load_history_jsonl
 from precedent.adapters.faiss_index import FaissIncidentIndex
 from precedent.adapters.graph_source import graph_from_files
+from precedent.adapters.kube_api import KubeApi
 from precedent.adapters.loader import load_incidents, load_playbooks
 from precedent.adapters.vector_neighbours import VectorNeighbours
 from precedent.core.context import ContextFacts
 from precedent.core.embedding import LexicalEmbedder, TfidfEmbedder
 from precedent.core.historical import SimilarityMode, risk_model_named
+from precedent.core.playbooks import PlaybookCatalog
 from precedent.core.policy import BlastLimits, PolicyEngine
 from precedent.core.ports import Embedder, IncidentMemory, MemoryFailure
 from precedent.core.resilience import RetryPolicy
 from precedent.core.semantic import calibration_for, incident_text
 from precedent.errors import DependencyError, InputError, LoadError
 from precedent.metrics import METRICS, Metrics
-from precedent.models import Incident, Playbook
+from precedent.models import Assessment, Incident, Playbook, RemediationRequestSpec
 from precedent.services.approvals import ApprovalPolicy, ApprovalService, RequestStore
-from precedent.services.assessment import AssessmentService, AssessmentSettings
+from precedent.services.assessment import AssessmentSettings, Assessor, IncidentScorer
 from precedent.services.blast_radius import BlastRadiusService
+from precedent.services.events import EventPoster
+from precedent.services.fair_queue import FairQueue, FairSlots
 from precedent.services.history import HistoryStore
 from precedent.services.integrity import StatusSigner
 from precedent.services.memory import FleetMemory
+from precedent.services.mirror import ObjectMirror
+from precedent.services.objects import ClusterObjects
+from precedent.services.observability import DecisionRecorder
 from precedent.services.outcomes import ClusterWriter, OutcomeService
 from precedent.services.selection import PlaybookSelector
 from precedent.settings import (
@@ -59,12 +71,15 @@ from precedent.settings import (
 
 __all__ = [
     "EMBEDDERS",
+    "Engine",
+    "OperatorRuntime",
     "build_approvals",
     "build_blast_radius",
     "build_embedder",
     "build_memory",
     "build_neighbours",
-    "build_outcomes",
+    "build_recorder",
+    "build_runtime",
     "build_selector",
     "build_service",
     "load_history_files",
@@ -247,25 +262,66 @@ def build_selector(
     """
     source = settings.source(location)
     local = _local_catalog(settings, embedder, source.path)
-    primary: LocalPlaybookCatalog | HttpPlaybookCatalog = local
+    primary: PlaybookCatalog = local
     if source.url is not None:
-        primary = HttpPlaybookCatalog(
-            source.url,
-            timeout=settings.timeout_seconds,
-            retry=settings.retry,
-            failure_threshold=settings.breaker_failure_threshold,
-            reset_seconds=settings.breaker_reset_seconds,
+        # Only a remote answer is worth caching; the in-process catalog is faster than a lookup.
+        primary = CachingCatalog(
+            HttpPlaybookCatalog(
+                source.url,
+                timeout=settings.timeout_seconds,
+                retry=settings.retry,
+                failure_threshold=settings.breaker_failure_threshold,
+                reset_seconds=settings.breaker_reset_seconds,
+            ),
+            ttl_seconds=settings.cache_ttl_seconds,
         )
     selector = PlaybookSelector(
         primary,
         fallback=local if source.url is not None else None,
-        cache_ttl_seconds=settings.cache_ttl_seconds,
         min_confidence=settings.min_confidence,
         max_results=settings.max_playbooks,
         weights=settings.confidence_weights,
         deadline_seconds=settings.selection_deadline_seconds,
+        declares=local.declares_incident_type,
     )
     return selector, local
+
+
+@dataclass(frozen=True, slots=True)
+class Engine:
+    """What :func:`build_service` builds over one history and one in-process catalog."""
+
+    assessor: Assessor
+    """Answers requests (normalise → history and risk → policy → selection → blast radius)."""
+    objects: ClusterObjects
+    """Keeps the history, the catalog and the outcome ledger equal to the cluster's objects."""
+    outcomes: OutcomeService | None = None
+    """The operator's outcome handling (``follows_cluster``); its ledger is the assessor's
+    base-rate evidence."""
+
+    async def assess(
+        self,
+        spec: Mapping[str, Any] | RemediationRequestSpec,
+        *,
+        now: datetime | None = None,
+        namespace: str | None = None,
+    ) -> Assessment:
+        """:meth:`Assessor.assess`."""
+        return await self.assessor.assess(spec, now=now, namespace=namespace)
+
+    async def assess_many(
+        self,
+        specs: Sequence[RemediationRequestSpec],
+        *,
+        now: datetime | None = None,
+        namespaces: Sequence[str | None] | None = None,
+    ) -> list[Assessment]:
+        """:meth:`Assessor.assess_many`."""
+        return await self.assessor.assess_many(specs, now=now, namespaces=namespaces)
+
+    async def aclose(self) -> None:
+        """:meth:`Assessor.aclose`: the catalog's and the memory's connections."""
+        await self.assessor.aclose()
 
 
 def build_service(
@@ -278,8 +334,13 @@ def build_service(
     embedder: str | None = None,
     require_history: bool = False,
     follows_cluster: bool = False,
-) -> AssessmentService:
-    """The assessment service with every dependency, as the operator and the CLI use it.
+    facts: ContextFacts | None = None,
+    blast: BlastRadiusService | None = None,
+    memory: FleetMemory | None = None,
+    cluster: ClusterWriter | None = None,
+) -> Engine:
+    """The assessor and the object mirror with every dependency, as the operator and the CLI
+    use them.
 
     ``history`` overrides ``settings.history.path`` (files, directories or one ``.jsonl``),
     and ``incidents`` (already read, e.g. a JSON Lines history) overrides both;
@@ -288,6 +349,9 @@ def build_service(
     operator starts empty and fills up from Incident objects. ``follows_cluster`` (the
     operator) selects playbooks even when no catalog file is configured, since Playbook
     objects fill the in-process catalog; elsewhere no catalog means no playbook selection.
+    It also builds the operator's facts, dependency graph and outcome handling (writing
+    through ``cluster``). ``facts``, ``blast`` and ``memory`` replace what the settings would
+    build (the CLI's ``-f`` manifests; a memory over a test double).
     """
     configured = settings.history.path
     paths: Sequence[str | Path] = history or (
@@ -308,19 +372,35 @@ def build_service(
     selector, local = build_selector(settings.catalog, shared, location=catalog)
     source = settings.catalog.source(catalog)
     selects = follows_cluster or source.url is not None or source.path is not None
-    service = AssessmentService(
-        HistoryStore(base),
-        neighbours=None if chosen == "rules" else build_neighbours(settings.retrieval, shared),
-        selector=selector if selects else None,
-        catalog=local,
-        policy=PolicyEngine(
-            enforce=settings.policy.mode == "enforce",
-            registry=load_action_registry(settings.policy.action_registry),
-            blast=BlastLimits(
-                max_upstream=settings.graph.max_upstream,
-                escalate_critical=settings.graph.escalate_critical,
-            ),
-        ),
+    store = HistoryStore(base)
+    fleet = (
+        memory
+        if memory is not None
+        else build_memory(
+            settings.memory,
+            shared,
+            cluster_name=settings.context.cluster_name,
+            ranking=settings.ranking,
+            breaker=settings.catalog.breaker,
+        )
+    )
+    signer = _signer(settings.policy)
+    outcomes = None
+    if follows_cluster:
+        # The ledger of reported outcomes: playbook counts, and the risk model's base rate.
+        outcomes = OutcomeService(
+            local,
+            prior=settings.catalog.success_prior,
+            cluster=cluster,
+            memory=fleet,
+            trusted=signer.answered,
+        )
+        facts = facts if facts is not None else build_facts(settings.context)
+        blast = blast if blast is not None else build_blast_radius(settings.graph)
+    neighbours = None if chosen == "rules" else build_neighbours(settings.retrieval, shared)
+    scorer = IncidentScorer(
+        store,
+        neighbours=neighbours,
         config=AssessmentSettings(
             mode=chosen,
             risk_model=risk_model_named(settings.risk.model),
@@ -331,19 +411,32 @@ def build_service(
             success_prior=settings.catalog.success_prior,
             max_attempts=settings.operator.max_attempts,
         ),
-        signer=_signer(settings.policy),
-        memory=build_memory(
-            settings.memory,
-            shared,
-            cluster_name=settings.context.cluster_name,
-            ranking=settings.ranking,
-            breaker=settings.catalog.breaker,
-        ),
-        blast=build_blast_radius(settings.graph) if follows_cluster else None,
+        memory=fleet,
+        evidence=outcomes.evidence if outcomes is not None else None,
+        # The vector index scores the memory's incidents with the same embedder, statistics
+        # and calibration as its own.
+        outside=neighbours,
     )
-    if follows_cluster:  # Namespaces come from the operator's watch
-        service.facts = build_facts(settings.context)
-    return service
+    assessor = Assessor(
+        scorer,
+        selector=selector if selects else None,
+        catalog=local,
+        policy=PolicyEngine(
+            enforce=settings.policy.mode == "enforce",
+            registry=load_action_registry(settings.policy.action_registry),
+            blast=BlastLimits(
+                max_upstream=settings.graph.max_upstream,
+                escalate_critical=settings.graph.escalate_critical,
+            ),
+        ),
+        signer=signer,
+        memory=fleet,
+        blast=blast,
+        facts=facts,
+        queue=FairQueue("precedent-assess"),
+    )
+    objects = ClusterObjects(store, local, memory=fleet, outcomes=outcomes)
+    return Engine(assessor, objects, outcomes)
 
 
 def _signer(settings: PolicySettings) -> StatusSigner:
@@ -378,27 +471,96 @@ def build_blast_radius(settings: GraphSettings) -> BlastRadiusService | None:
     return BlastRadiusService(namespaces=settings.followed_namespaces)
 
 
-def build_outcomes(
-    settings: CatalogSettings, service: AssessmentService, cluster: ClusterWriter | None = None
-) -> OutcomeService:
-    """Outcome handling over the service's in-process catalog, with the same success prior;
-    its ledger becomes the service's base-rate evidence."""
-    outcomes = OutcomeService(
-        service.catalog,
-        prior=settings.success_prior,
-        cluster=cluster,
-        memory=service.memory,
-        trusted=service.signer.answered,
+def build_recorder(engine: Engine, metrics: Metrics = METRICS) -> DecisionRecorder:
+    """What each reconciliation records: metrics over the engine's history and vector index."""
+    neighbours = engine.assessor.scorer.neighbours
+    index = neighbours.index if isinstance(neighbours, VectorNeighbours) else None
+    return DecisionRecorder(
+        history_size=engine.objects.history_size,
+        index_kind=(lambda: index.kind) if index is not None else (lambda: "none"),
+        metrics=metrics,
     )
-    service.evidence = outcomes.evidence
-    return outcomes
 
 
 def build_approvals(
-    settings: PolicySettings, service: AssessmentService, requests: RequestStore | None = None
+    settings: PolicySettings, signer: StatusSigner, requests: RequestStore | None = None
 ) -> ApprovalService:
-    """Approval handling with the service's status signer and the configured policy mode."""
+    """Approval handling with the assessor's status signer and the configured policy mode."""
     policy = ApprovalPolicy(
         enforce=settings.mode == "enforce", break_glass_group=settings.break_glass_group
     )
-    return ApprovalService(policy, service.signer, requests)
+    return ApprovalService(policy, signer, requests)
+
+
+@dataclass(slots=True)
+class OperatorRuntime:
+    """Everything the operator's handlers use, built once at start-up (:func:`build_runtime`)."""
+
+    config: Settings
+    """The settings it was built from."""
+    assessor: Assessor
+    """Answers RemediationRequests."""
+    objects: ClusterObjects
+    """The history, the catalog and the outcome ledger, kept equal to the cluster."""
+    outcomes: OutcomeService
+    """Reported outcomes: playbook counts, Incidents on failure, the base rate."""
+    approvals: ApprovalService
+    """RemediationApprovals and their expiry."""
+    recorder: DecisionRecorder
+    """Metrics and the decision log line of each reconciliation."""
+    signer: StatusSigner
+    """The status mark: which answers are this operator's."""
+    facts: ContextFacts | None
+    """Where things run (the Namespaces' environment labels)."""
+    blast: BlastRadiusService | None
+    """The dependency graph, when it is followed."""
+    api: KubeApi
+    """The operator's own API client (Events, Incidents, status patches, lists)."""
+    events: EventPoster
+    """Posts the answers' Events through ``api``."""
+    event_slots: FairSlots
+    """Requests answered at once, namespaces in turn."""
+    incident_mirror: ObjectMirror[str] = field(
+        default_factory=lambda: ObjectMirror[str]("incidents")
+    )
+    """What the watch applied of Incidents, compared with a full list now and then."""
+    playbook_mirror: ObjectMirror[str] = field(
+        default_factory=lambda: ObjectMirror[str]("playbooks")
+    )
+    """The same for Playbooks."""
+    relabelled: set[str] = field(default_factory=set)
+    """Namespaces whose environment label changed, for the handler that answers again."""
+    approval_index: Any = None
+    """kopf's live index of RemediationApprovals, once a handler was handed it (the periodic
+    list of Namespaces answers again with it)."""
+    tasks: dict[str, asyncio.Task[None]] = field(default_factory=dict)
+    """The periodic lists running in the background, by name."""
+
+    async def aclose(self) -> None:
+        """Release the catalog's, the memory's and the API client's connections."""
+        try:
+            await self.assessor.aclose()
+        finally:
+            await self.api.aclose()
+
+
+def build_runtime(settings: Settings, api: KubeApi, *, event_posts: int) -> OperatorRuntime:
+    """The operator's runtime: the engine that follows the cluster, writing through ``api``,
+    with approvals, the decision recorder and the Event poster (``event_posts`` at once)."""
+    engine = build_service(settings, follows_cluster=True, cluster=api)
+    assert engine.outcomes is not None  # follows_cluster builds the outcome handling
+    signer = engine.assessor.signer
+    return OperatorRuntime(
+        config=settings,
+        assessor=engine.assessor,
+        objects=engine.objects,
+        outcomes=engine.outcomes,
+        approvals=build_approvals(settings.policy, signer, requests=api),
+        recorder=build_recorder(engine),
+        signer=signer,
+        facts=engine.assessor.facts,
+        blast=engine.assessor.blast,
+        api=api,
+        events=EventPoster(api),
+        event_slots=FairSlots(event_posts),
+    )

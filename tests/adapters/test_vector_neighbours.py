@@ -97,3 +97,40 @@ def test_an_unwritable_index_directory_degrades_to_memory(
     warnings = [r for r in caplog.records if "stays in memory only" in r.getMessage()]
     assert len(warnings) == 1  # said once, not on every change
     assert neighbours.cosines("payment api", 3)
+
+
+def test_scoring_incidents_outside_the_index_leaves_the_shared_counts_alone(
+    seed_history: History, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fleet memory's incidents count in the query's idf, through a view: the history's
+    word-frequency table is never written, so concurrent requests need no lock for it."""
+    neighbours = VectorNeighbours(LexicalEmbedder(256))
+    neighbours.sync(seed_history)
+    frequencies = neighbours.frequencies
+    assert frequencies is not None
+    before, documents = frequencies.counts.copy(), frequencies.documents
+
+    def written(*_: object) -> None:
+        raise AssertionError("the shared word-frequency table was written")
+
+    monkeypatch.setattr(frequencies, "add", written)
+    monkeypatch.setattr(frequencies, "remove", written)
+    outside = Incident.model_validate(
+        {
+            "id": "INC-OUTSIDE",
+            "title": "Volume defragmentation stalled the node",
+            "action": "defrag_volume",
+            "resource": {"type": "volumeattachment", "name": "vol-9"},
+        }
+    )
+    spec = RemediationRequestSpec.model_validate(
+        {
+            "action": "defrag_volume",
+            "target": {"kind": "VolumeAttachment", "name": "vol-9"},
+            "description": "Defragment the volume",
+        }
+    )
+    [score] = neighbours.score_incidents(normalize_request(spec), [outside])
+    assert score > 0
+    assert np.array_equal(frequencies.counts, before)
+    assert frequencies.documents == documents

@@ -21,6 +21,7 @@ import numpy as np
 from aiohttp import web
 from prometheus_client import CollectorRegistry
 
+from precedent.adapters.cache import CachingCatalog
 from precedent.adapters.catalog_http import HttpPlaybookCatalog
 from precedent.adapters.catalog_local import LocalPlaybookCatalog
 from precedent.adapters.context_api import MAX_REQUEST_LINE, create_app
@@ -188,11 +189,12 @@ def main() -> None:
         results["local"] = report("in-process selection", samples)
         with ServerThread(catalog) as server:
             http = HttpPlaybookCatalog(server.url, metrics=metrics)
-            async with PlaybookSelector(http, cache_ttl_seconds=0, metrics=metrics) as remote:
+            async with PlaybookSelector(http, metrics=metrics) as remote:
                 samples = await timed(remote.select_query, queries, ROUNDS_HTTP)
                 results["http"] = report("HTTP selection (no cache)", samples)
             http = HttpPlaybookCatalog(server.url, metrics=metrics)
-            async with PlaybookSelector(http, metrics=metrics) as cached:
+            caching = CachingCatalog(http, metrics=metrics)
+            async with PlaybookSelector(caching, metrics=metrics) as cached:
                 samples = await timed(cached.select_query, queries, ROUNDS_HTTP)
                 results["cached"] = report("HTTP selection (cache, 1 miss in 5)", samples)
         return results

@@ -276,8 +276,8 @@ def test_ranking_order_setting_reaches_the_operator_ranking(
     monkeypatch.setenv("PRECEDENT_RANKING_ORDER", order)
     settings = Settings(history_path=EVAL_DIR / "history.jsonl", catalog="")
     assert settings.ranking.weights.order == order
-    service = build_service(settings, history=[EVAL_DIR / "history.jsonl"], require_history=True)
-    ranked = service.rank(text_query("clean up Released persistent volumes"), 5)
+    engine = build_service(settings, history=[EVAL_DIR / "history.jsonl"], require_history=True)
+    ranked = engine.assessor.scorer.rank(text_query("clean up Released persistent volumes"), 5)
     assert ranked[0].id == first
 
 

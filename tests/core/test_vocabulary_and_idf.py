@@ -139,3 +139,23 @@ def test_bm25_ranks_the_document_with_the_rare_word_first() -> None:
     scores = bm25.score("pod evicted")
     assert int(np.argmax(scores)) == 2
     assert bm25.score("unknown words")[0] == 0.0
+
+
+def test_a_view_with_more_documents_weighs_as_the_table_would_and_changes_nothing() -> None:
+    """Incidents outside the history weigh a query as if counted, yet the table is not
+    written: the same idf as adding them, and the table's counts unchanged after."""
+    embedder = LexicalEmbedder(64)
+    table = DocumentFrequencies(1 << 12)
+    for text in ["pod restart failed", "pod evicted", "pod oomkilled"]:
+        table.add(embedder.feature_keys(text, table))
+    before, documents = table.counts.copy(), table.documents
+    extra = [embedder.feature_keys(t, table) for t in ["volume defrag", "pod defrag stalled"]]
+    keys = embedder.feature_keys("pod defrag zebra evicted", table)
+    view = table.with_documents(extra)
+    seen = view.idf(keys)
+    assert np.array_equal(table.counts, before)
+    assert table.documents == documents
+    for document in extra:  # what the view stands for: the table with them counted
+        table.add(document)
+    assert np.array_equal(seen, table.idf(keys))
+    assert view.documents == table.documents == 5

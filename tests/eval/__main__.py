@@ -35,7 +35,7 @@ from precedent.core.embedding import Bm25
 from precedent.core.evaluation import QueryResult
 from precedent.core.semantic import incident_text, reciprocal_rank_fusion
 from precedent.core.snapshot import History
-from precedent.services import AssessmentService
+from precedent.services import IncidentScorer
 from precedent.services.evaluation import rank_for_query
 from precedent.settings import Settings
 from precedent.wiring import build_service
@@ -85,8 +85,8 @@ def bm25_ranker(history: History) -> Ranker:
     return rank
 
 
-def service_for(hpath: Path, mode: str, embedder: str | None) -> AssessmentService:
-    """The operator's assessment service over one labelled history (what `precedent eval` runs)."""
+def service_for(hpath: Path, mode: str, embedder: str | None) -> IncidentScorer:
+    """The operator's incident scorer over one labelled history (what `precedent eval` runs)."""
     settings = Settings(history_path=hpath, catalog="", model_dir=MODEL_DIR)
     return build_service(
         settings,
@@ -94,10 +94,10 @@ def service_for(hpath: Path, mode: str, embedder: str | None) -> AssessmentServi
         mode=mode,  # type: ignore[arg-type]
         embedder=embedder,
         require_history=True,
-    )
+    ).assessor.scorer
 
 
-def rrf_ranker(a: AssessmentService, b: AssessmentService) -> Ranker:
+def rrf_ranker(a: IncidentScorer, b: IncidentScorer) -> Ranker:
     """Reciprocal-rank fusion of two semantic rankings."""
 
     def rank(q: EvalQuery) -> list[str]:
@@ -116,7 +116,7 @@ def rows_for(
         ("—", "rules", _service_ranker(service_for(hpath, "rules", None))),
         ("bm25", "semantic", bm25_ranker(history)),
     ]
-    semantic: dict[str, AssessmentService] = {}
+    semantic: dict[str, IncidentScorer] = {}
     for name in names:
         for mode in ("semantic", "hybrid"):
             service = service_for(hpath, mode, name)
@@ -133,7 +133,7 @@ def rows_for(
     ]
 
 
-def _service_ranker(service: AssessmentService) -> Ranker:
+def _service_ranker(service: IncidentScorer) -> Ranker:
     return lambda q: rank_for_query(service, q)
 
 

@@ -26,9 +26,9 @@ def test_eval_ranks_like_the_operators_similar_incidents(cluster: Cluster) -> No
         answered = [cluster.wait_ready(b["metadata"]["name"]) for b in bodies]
 
     # The same history the cluster holds, read from files as `precedent eval` reads it.
-    service = build_service(
+    scorer = build_service(
         Settings(history_path=DATA / "incidents", catalog=""), require_history=True
-    )
+    ).assessor.scorer
     compared = 0
     for obj in answered:
         listed = [s["id"] for s in obj["status"].get("similarIncidents", [])]
@@ -37,7 +37,7 @@ def test_eval_ranks_like_the_operators_similar_incidents(cluster: Cluster) -> No
         created = datetime.fromisoformat(
             obj["metadata"]["creationTimestamp"].replace("Z", "+00:00")
         )
-        ranked = rank_for_query(service, query, depth=len(listed), now=created)
+        ranked = rank_for_query(scorer, query, depth=len(listed), now=created)
         assert ranked == listed, obj["metadata"]["name"]
         compared += bool(listed)
     assert compared >= 10  # most example requests have precedents to compare

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from precedent.services import AssessmentService, StatusUpdate
+from precedent.services import Assessor, StatusUpdate
 from precedent.settings import Settings
 from precedent.wiring import build_service
 from tests.observability.test_argocd_health import health
@@ -46,8 +46,8 @@ def kstatus(obj: dict[str, Any]) -> tuple[str, str]:
 
 
 @pytest.fixture(scope="module")
-def service() -> AssessmentService:
-    return build_service(Settings(), mode="rules", follows_cluster=True)
+def service() -> Assessor:
+    return build_service(Settings(), mode="rules", follows_cluster=True).assessor
 
 
 def request(spec: dict[str, Any], update: StatusUpdate, generation: int = 1) -> dict[str, Any]:
@@ -61,7 +61,7 @@ def request(spec: dict[str, Any], update: StatusUpdate, generation: int = 1) -> 
     }
 
 
-def reconciled(service: AssessmentService, name: str, generation: int = 1) -> dict[str, Any]:
+def reconciled(service: Assessor, name: str, generation: int = 1) -> dict[str, Any]:
     spec = examples()[name]
     update = asyncio.run(
         service.reconcile(spec, uid="u", generation=generation, previous=None, now=NOW)
@@ -78,9 +78,7 @@ ANSWERED = {
 
 
 @pytest.mark.parametrize("name", sorted(ANSWERED))
-def test_answered_requests_are_current_whatever_the_decision(
-    service: AssessmentService, name: str
-) -> None:
+def test_answered_requests_are_current_whatever_the_decision(service: Assessor, name: str) -> None:
     decision, expected, argo = ANSWERED[name]
     obj = reconciled(service, name)
     assert obj["status"]["risk"]["decision"] == decision
@@ -90,7 +88,7 @@ def test_answered_requests_are_current_whatever_the_decision(
     assert health("RemediationRequest", obj)["status"] == argo
 
 
-def test_invalid_spec_is_failed_naming_the_field(service: AssessmentService) -> None:
+def test_invalid_spec_is_failed_naming_the_field(service: Assessor) -> None:
     spec = {"action": "rollback", "target": {"kind": "Deployment"}}
     obj = request(
         spec,
@@ -117,7 +115,7 @@ def test_waiting_for_a_dependency_is_in_progress() -> None:
     assert health("RemediationRequest", obj)["status"] == "Progressing"
 
 
-def test_a_generation_not_yet_observed_is_in_progress(service: AssessmentService) -> None:
+def test_a_generation_not_yet_observed_is_in_progress(service: Assessor) -> None:
     obj = reconciled(service, "collect-diagnostics-coredns")
     obj["metadata"]["generation"] = 2  # an outcome was reported: the spec changed
     assert kstatus(obj)[0] == "InProgress"

@@ -17,10 +17,9 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from precedent.logging_json import configure_logging
 from precedent.metrics import Metrics
-from precedent.services import AssessmentService
 from precedent.services.observability import DecisionRecorder, RequestName
 from precedent.settings import Settings
-from precedent.wiring import build_service
+from precedent.wiring import Engine, build_recorder, build_service
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "data" / "requests" / "examples.yaml"
 NOW = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
@@ -33,7 +32,7 @@ def examples() -> dict[str, dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def service() -> AssessmentService:
+def service() -> Engine:
     return build_service(Settings(), mode="rules", follows_cluster=True)
 
 
@@ -50,11 +49,9 @@ def log() -> Iterator[io.StringIO]:
     configure_logging("text")
 
 
-def reconcile(
-    service: AssessmentService, recorder: DecisionRecorder, uid: str, spec: dict[str, Any]
-) -> str:
+def reconcile(service: Engine, recorder: DecisionRecorder, uid: str, spec: dict[str, Any]) -> str:
     update = asyncio.run(
-        service.reconcile(spec, uid=uid, generation=1, previous=None, now=NOW, anchor=NOW)
+        service.assessor.reconcile(spec, uid=uid, generation=1, previous=None, now=NOW, anchor=NOW)
     )
     recorder.reconciled(
         RequestName(uid, "default", f"rr-{uid}"), spec.get("action", ""), update, 0.02
@@ -74,9 +71,9 @@ def value(registry: CollectorRegistry, name: str, **labels: str) -> float:
 
 
 def test_decisions_are_counted_by_band_and_decision(
-    service: AssessmentService, registry: CollectorRegistry, log: io.StringIO
+    service: Engine, registry: CollectorRegistry, log: io.StringIO
 ) -> None:
-    recorder = DecisionRecorder(service, Metrics(registry))
+    recorder = build_recorder(service, Metrics(registry))
     specs = examples()
     for uid, name in enumerate(specs):
         assert reconcile(service, recorder, str(uid), specs[name]) == "assessed"
@@ -92,15 +89,15 @@ def test_decisions_are_counted_by_band_and_decision(
     assert value(
         registry, "precedent_assessment_duration_seconds_count", outcome="assessed"
     ) == len(specs)
-    assert value(registry, "precedent_history_incidents") == service.history_size() > 0
+    assert value(registry, "precedent_history_incidents") == service.objects.history_size() > 0
     assert value(registry, "precedent_vector_index_info", kind="none") == 1  # rules mode
     assert value(registry, "precedent_vector_index_info", kind="exact") == 0
 
 
 def test_one_json_line_per_decision_names_the_request(
-    service: AssessmentService, registry: CollectorRegistry, log: io.StringIO
+    service: Engine, registry: CollectorRegistry, log: io.StringIO
 ) -> None:
-    recorder = DecisionRecorder(service, Metrics(registry))
+    recorder = build_recorder(service, Metrics(registry))
     spec = examples()["rollback-search-api"]
     reconcile(service, recorder, "u-1", spec)
     (line,) = decisions(log)
@@ -122,9 +119,9 @@ def test_one_json_line_per_decision_names_the_request(
 
 
 def test_stalled_gauge_counts_requests_until_answered_or_deleted(
-    service: AssessmentService, registry: CollectorRegistry, log: io.StringIO
+    service: Engine, registry: CollectorRegistry, log: io.StringIO
 ) -> None:
-    recorder = DecisionRecorder(service, Metrics(registry))
+    recorder = build_recorder(service, Metrics(registry))
     bad = {"action": "restart_service", "target": {"kind": "Deployment"}}
     assert reconcile(service, recorder, "a", bad) == "invalid"
     assert reconcile(service, recorder, "a", bad) == "invalid"  # the same request again
@@ -140,10 +137,10 @@ def test_stalled_gauge_counts_requests_until_answered_or_deleted(
 
 
 def test_text_format_leaves_records_to_kopfs_root_logger(
-    service: AssessmentService, registry: CollectorRegistry, caplog: pytest.LogCaptureFixture
+    service: Engine, registry: CollectorRegistry, caplog: pytest.LogCaptureFixture
 ) -> None:
     configure_logging("text")
-    recorder = DecisionRecorder(service, Metrics(registry))
+    recorder = build_recorder(service, Metrics(registry))
     with caplog.at_level(logging.INFO, logger="precedent.decisions"):
         reconcile(service, recorder, "t", examples()["expand-pvc-prometheus"])
     (record,) = [r for r in caplog.records if r.name == "precedent.decisions"]
@@ -152,9 +149,9 @@ def test_text_format_leaves_records_to_kopfs_root_logger(
 
 
 def test_pending_approvals_and_the_wait_are_counted_per_request(
-    service: AssessmentService, registry: CollectorRegistry
+    service: Engine, registry: CollectorRegistry
 ) -> None:
-    recorder = DecisionRecorder(service, Metrics(registry))
+    recorder = build_recorder(service, Metrics(registry))
     escalated = {"action": "drain_node", "target": {"kind": "Node", "name": "idle-7"}}
     routine = {"action": "scale_up", "target": {"kind": "Deployment", "name": "frontend"}}
     reconcile(service, recorder, "a", escalated)

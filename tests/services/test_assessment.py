@@ -1,4 +1,4 @@
-"""The assessment service: history that follows objects, one normalisation, one decision path."""
+"""The assessor and the object mirror: history that follows objects, one decision path."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pytest
 from precedent.core.snapshot import History
 from precedent.errors import InputError
 from precedent.models import Decision
-from precedent.services import AssessmentService, HistoryStore, StatusUpdate
+from precedent.services import HistoryStore, StatusUpdate
 from precedent.settings import Settings
-from precedent.wiring import build_service
+from precedent.wiring import Engine, build_service
 
 REQUEST = {"action": "drain_node", "target": {"kind": "Node", "name": "node-7"}}
 INCIDENT = {
@@ -27,41 +27,41 @@ INCIDENT = {
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def service(**overrides: object) -> AssessmentService:
+def service(**overrides: object) -> Engine:
     settings = Settings(history_path="", catalog="", **overrides)  # type: ignore[arg-type]
     return build_service(settings, mode="rules", follows_cluster=True)
 
 
-def score(svc: AssessmentService, spec: dict[str, object] = REQUEST) -> float:
+def score(svc: Engine, spec: dict[str, object] = REQUEST) -> float:
     return asyncio.run(svc.assess(spec)).risk.score
 
 
 def test_added_incident_changes_later_answers_and_removal_reverts() -> None:
     svc = service(risk_model="seed")
     assert score(svc) == 0
-    svc.upsert_incident("inc-1", INCIDENT)
+    svc.objects.upsert_incident("inc-1", INCIDENT)
     assert score(svc) == 75
-    svc.remove_incident("inc-1")
+    svc.objects.remove_incident("inc-1")
     assert score(svc) == 0
 
 
 def test_snapshot_is_rebuilt_once_per_batch_of_changes() -> None:
     svc = service()
     for i in range(50):
-        svc.upsert_incident(f"inc-{i}", {**INCIDENT, "id": f"INC-{i}"})
-    first = svc.history.snapshot
+        svc.objects.upsert_incident(f"inc-{i}", {**INCIDENT, "id": f"INC-{i}"})
+    first = svc.objects.history.snapshot
     assert len(first) == 50
-    assert svc.history.snapshot is first  # no change, no rebuild
-    svc.upsert_incident("inc-0", {**INCIDENT, "id": "INC-0"})  # identical: still no rebuild
-    assert svc.history.snapshot is first
-    svc.upsert_incident("inc-0", {**INCIDENT, "id": "INC-0", "severity": "low"})
-    assert svc.history.snapshot is not first
+    assert svc.objects.history.snapshot is first  # no change, no rebuild
+    svc.objects.upsert_incident("inc-0", {**INCIDENT, "id": "INC-0"})  # identical: still no rebuild
+    assert svc.objects.history.snapshot is first
+    svc.objects.upsert_incident("inc-0", {**INCIDENT, "id": "INC-0", "severity": "low"})
+    assert svc.objects.history.snapshot is not first
 
 
 def test_invalid_objects_and_specs_name_the_field() -> None:
     svc = service()
     with pytest.raises(InputError, match=r"Incident bad: spec.severity"):
-        svc.upsert_incident("bad", {**INCIDENT, "severity": "catastrophic"})
+        svc.objects.upsert_incident("bad", {**INCIDENT, "severity": "catastrophic"})
     with pytest.raises(InputError, match=r"spec.target.name: required field is missing"):
         asyncio.run(svc.assess({"action": "drain_node", "target": {"kind": "Node"}}))
 
@@ -79,7 +79,9 @@ def test_the_policy_alone_decides_and_says_why() -> None:
 
 def test_reconcile_builds_the_status_for_each_outcome() -> None:
     svc = service()
-    ok = asyncio.run(svc.reconcile(REQUEST, uid="u1", generation=2, previous=None, now=NOW))
+    ok = asyncio.run(
+        svc.assessor.reconcile(REQUEST, uid="u1", generation=2, previous=None, now=NOW)
+    )
     assert ok.outcome == "assessed"
     patch = ok.patch()
     assert patch["observedGeneration"] == 2
@@ -95,7 +97,9 @@ def test_reconcile_builds_the_status_for_each_outcome() -> None:
     assert ok.event.reason == "Escalated"
 
     bad = asyncio.run(
-        svc.reconcile({"action": "x", "target": {}}, uid="u1", generation=1, previous=None, now=NOW)
+        svc.assessor.reconcile(
+            {"action": "x", "target": {}}, uid="u1", generation=1, previous=None, now=NOW
+        )
     )
     assert bad.outcome == "invalid"
     assert "spec.target.kind: required field is missing" in bad.message
@@ -119,7 +123,7 @@ def test_a_label_given_twice_is_a_bad_spec_naming_labels() -> None:
     svc = service()
     spec = {**REQUEST, "labels": {"Environment": "prod", "environment": "staging"}}
     with pytest.raises(InputError, match=r"spec.labels"):
-        svc.normalise(spec)
+        svc.assessor.normalise(spec)
 
 
 def test_cli_and_operator_get_the_same_catalog_for_the_same_settings(tmp_path: Path) -> None:
@@ -132,7 +136,7 @@ def test_cli_and_operator_get_the_same_catalog_for_the_same_settings(tmp_path: P
     assert remote.path is None
     cli = build_service(settings, require_history=True)
     operator = build_service(settings, follows_cluster=True)
-    assert len(cli.catalog) == len(operator.catalog) > 0
+    assert len(cli.objects.catalog) == len(operator.objects.catalog) > 0
 
 
 class BrokenHistory(HistoryStore):
@@ -145,10 +149,12 @@ class BrokenHistory(HistoryStore):
 
 def test_an_unexpected_error_is_retried_a_bounded_number_of_times_then_stalled() -> None:
     svc = service(max_attempts=3)
-    svc.history = BrokenHistory()
+    svc.assessor.scorer.history = BrokenHistory()
     updates = [
         asyncio.run(
-            svc.reconcile(REQUEST, uid="u", generation=1, previous=None, now=NOW, attempt=n)
+            svc.assessor.reconcile(
+                REQUEST, uid="u", generation=1, previous=None, now=NOW, attempt=n
+            )
         )
         for n in (1, 2, 3)
     ]

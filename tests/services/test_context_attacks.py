@@ -13,7 +13,7 @@ import pytest
 from precedent.core.context import ContextFacts, EnvironmentRule
 from precedent.errors import InputError
 from precedent.models import Assessment
-from precedent.services import AssessmentService
+from precedent.services import Assessor
 from precedent.settings import Settings
 from precedent.wiring import build_service
 
@@ -21,17 +21,21 @@ ARM = "/subscriptions/0/resourceGroups/{rg}/providers/Microsoft.ContainerService
 
 
 @pytest.fixture
-def service() -> Iterator[AssessmentService]:
-    svc = build_service(Settings(), mode="rules", require_history=True)
-    svc.facts = ContextFacts(
-        namespaces={"payments": "production", "scratch": "dev"},
-        cluster="aks-prod-weu",
-        rules=[
-            EnvironmentRule(
-                "dev", resource_id="/subscriptions/*/resourceGroups/rg-dev-*/*", index=1
-            )
-        ],
-    )
+def service() -> Iterator[Assessor]:
+    svc = build_service(
+        Settings(),
+        mode="rules",
+        require_history=True,
+        facts=ContextFacts(
+            namespaces={"payments": "production", "scratch": "dev"},
+            cluster="aks-prod-weu",
+            rules=[
+                EnvironmentRule(
+                    "dev", resource_id="/subscriptions/*/resourceGroups/rg-dev-*/*", index=1
+                )
+            ],
+        ),
+    ).assessor
     yield svc
     asyncio.run(svc.aclose())
 
@@ -48,11 +52,11 @@ def spec(namespace: str | None = "payments", **labels: str) -> dict[str, Any]:
     }
 
 
-def assess(service: AssessmentService, body: dict[str, Any], ns: str = "default") -> Assessment:
+def assess(service: Assessor, body: dict[str, Any], ns: str = "default") -> Assessment:
     return asyncio.run(service.assess(body, namespace=ns))
 
 
-def test_claims_in_other_spellings_change_nothing(service: AssessmentService) -> None:
+def test_claims_in_other_spellings_change_nothing(service: Assessor) -> None:
     honest = assess(service, spec())
     for labels in (
         {"Environment": "dev"},
@@ -68,7 +72,7 @@ def test_claims_in_other_spellings_change_nothing(service: AssessmentService) ->
 
 
 def test_a_target_in_another_namespace_than_the_request_is_judged_where_it_lands(
-    service: AssessmentService,
+    service: Assessor,
 ) -> None:
     # The request lives in a dev namespace its author may write to; the target does not.
     answer = assess(service, spec("payments", environment="dev"), ns="scratch")
@@ -76,7 +80,7 @@ def test_a_target_in_another_namespace_than_the_request_is_judged_where_it_lands
     assert answer.context.environment == "production"
 
 
-def test_a_resource_id_cannot_place_the_target_elsewhere(service: AssessmentService) -> None:
+def test_a_resource_id_cannot_place_the_target_elsewhere(service: Assessor) -> None:
     # A dev resource group for a target in a production namespace: the riskier one wins.
     body = spec("payments")
     body["target"]["resourceId"] = ARM.format(rg="rg-dev-1")
@@ -93,7 +97,7 @@ def test_a_resource_id_cannot_place_the_target_elsewhere(service: AssessmentServ
 
 
 def test_a_kubernetes_path_names_the_namespace_the_target_is_in(
-    service: AssessmentService,
+    service: Assessor,
 ) -> None:
     path = "/apis/apps/v1/namespaces/payments/deployments/payment-api"
     body = spec("scratch", environment="dev")
@@ -109,7 +113,7 @@ def test_a_kubernetes_path_names_the_namespace_the_target_is_in(
 
 
 def test_very_long_values_are_refused_or_kept_within_the_status_limits(
-    service: AssessmentService,
+    service: Assessor,
 ) -> None:
     with pytest.raises(InputError, match=r"spec\.labels\.environment: at most 63 characters"):
         service.normalise(spec(environment="dev" + "d" * 250), "default")
@@ -130,7 +134,7 @@ def test_very_long_values_are_refused_or_kept_within_the_status_limits(
 
 
 def test_a_target_outside_any_namespace_is_not_placed_by_the_requests_namespace(
-    service: AssessmentService,
+    service: Assessor,
 ) -> None:
     # A requester who may write requests in a dev namespace asks for a production node, an
     # Azure NSG and a ClusterRole: none of them lives in that namespace.

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from precedent.core.context import ContextFacts
-from precedent.services import AssessmentService
+from precedent.services import Assessor
 from precedent.settings import Settings
 from precedent.wiring import build_service
 
@@ -25,9 +25,13 @@ def spec(**labels: str) -> dict[str, Any]:
 
 
 @pytest.fixture
-def service() -> Iterator[AssessmentService]:
-    svc = build_service(Settings(), mode="rules", require_history=True)
-    svc.facts = ContextFacts(namespaces={"payments": "production", "scratch": "dev"})
+def service() -> Iterator[Assessor]:
+    svc = build_service(
+        Settings(),
+        mode="rules",
+        require_history=True,
+        facts=ContextFacts(namespaces={"payments": "production", "scratch": "dev"}),
+    ).assessor
     yield svc
     asyncio.run(svc.aclose())
 
@@ -44,13 +48,13 @@ def service() -> Iterator[AssessmentService]:
     ],
 )
 def test_the_catalog_is_asked_about_the_verified_environment(
-    service: AssessmentService, labels: dict[str, str]
+    service: Assessor, labels: dict[str, str]
 ) -> None:
     query = service.normalise(spec(**labels), "default").query
     assert dict(query.labels)["environment"] == "production"
 
 
-def test_a_riskier_claim_is_what_the_catalog_is_asked_about(service: AssessmentService) -> None:
+def test_a_riskier_claim_is_what_the_catalog_is_asked_about(service: Assessor) -> None:
     body = spec(environment="production")
     body["target"]["namespace"] = "scratch"
     assert dict(service.normalise(body, "default").query.labels)["environment"] == "production"
@@ -60,13 +64,12 @@ def test_a_riskier_claim_is_what_the_catalog_is_asked_about(service: AssessmentS
     assert dict(service.normalise(body, "default").query.labels)["environment"] == "dev"
 
 
-def test_without_facts_the_claim_is_asked_as_written(service: AssessmentService) -> None:
-    service.facts = None
-    query = service.normalise(spec(Environment="dev"), "default").query
+def test_without_facts_the_claim_is_asked_as_written(service: Assessor) -> None:
+    query = service.with_facts(None).normalise(spec(Environment="dev"), "default").query
     assert dict(query.labels)["environment"] == "dev"
 
 
-def test_the_input_hash_covers_the_verified_context(service: AssessmentService) -> None:
+def test_the_input_hash_covers_the_verified_context(service: Assessor) -> None:
     first = asyncio.run(service.assess(spec(), namespace="default"))
     assert service.facts is not None
     service.facts.observe_namespace("payments", {"precedent.dev/environment": "staging"})

@@ -15,10 +15,10 @@ SPEC = {"action": "drain_node", "target": {"kind": "Node", "name": "node-7"}}  #
 
 def answered_body(signer: StatusSigner, generation: int = 1) -> dict[str, Any]:
     settings = Settings(history_path="", catalog="")
-    service = build_service(settings, mode="rules", follows_cluster=True)
-    service.signer = signer
+    assessor = build_service(settings, mode="rules", follows_cluster=True).assessor
+    assessor.signer = signer  # the signer under test in place of the configured one
     update = asyncio.run(
-        service.reconcile(
+        assessor.reconcile(
             SPEC, uid="uid-1", generation=generation, previous=None, now=datetime.now(UTC)
         )
     )

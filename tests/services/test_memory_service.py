@@ -17,10 +17,9 @@ from precedent.core.ports import MemoryFailure
 from precedent.core.resilience import RetryPolicy
 from precedent.metrics import Metrics
 from precedent.models import Incident
-from precedent.services.assessment import AssessmentService
 from precedent.services.memory import FleetMemory
 from precedent.settings import MemorySettings, Settings
-from precedent.wiring import build_memory, build_service
+from precedent.wiring import Engine, build_memory, build_service
 from tests.memory_double import FakeMemoryClient
 
 INDEX = "precedent-incidents"
@@ -52,12 +51,13 @@ def service_with(
     incidents: Sequence[Incident] = (),
     metrics: Metrics | None = None,
     **settings: Any,
-) -> AssessmentService:
+) -> Engine:
     config = Settings(history_path="", catalog="", cluster_name="west", **settings)
-    service = build_service(config, incidents=list(incidents), mode="rules", follows_cluster=True)
     # The operator's wiring with the adapter over a double instead of a real OpenSearch.
-    service.memory = _memory(config, store, metrics or Metrics(CollectorRegistry()))
-    return service
+    memory = _memory(config, store, metrics or Metrics(CollectorRegistry()))
+    return build_service(
+        config, incidents=list(incidents), mode="rules", follows_cluster=True, memory=memory
+    )
 
 
 def _memory(config: Settings, store: Any = None, metrics: Metrics | None = None) -> Any:
@@ -203,10 +203,10 @@ async def test_incidents_of_this_cluster_are_written_once_in_the_background() ->
         "action": "drain_node",
         "resource": {"type": "Node", "name": "pool-a-1"},
     }
-    service.upsert_incident("inc-west-1", spec)
-    service.upsert_incident("inc-west-1", spec)  # a replayed event
-    assert service.memory is not None
-    await service.memory.flush()
+    service.objects.upsert_incident("inc-west-1", spec)
+    service.objects.upsert_incident("inc-west-1", spec)  # a replayed event
+    assert service.objects.memory is not None
+    await service.objects.memory.flush()
     [document] = client.documents(INDEX)
     assert document["investigation_id"] == "INC-WEST-1"
     assert document["cluster"] == "west"
@@ -274,8 +274,10 @@ async def test_a_memory_incident_is_compared_by_meaning_as_well_as_by_the_rules(
         }
     )
     config = Settings(history_path="", catalog="", cluster_name="west")
-    service = build_service(config, incidents=[local], mode="hybrid", follows_cluster=True)
-    service.memory = _memory(config, store)
+    memory = _memory(config, store)
+    service = build_service(
+        config, incidents=[local], mode="hybrid", follows_cluster=True, memory=memory
+    )
     assessment = await service.assess(REQUEST)
     listed = {s.id: s for s in assessment.similar_incidents}
     semantic = listed["INC-EAST-1"].parts.semantic

@@ -34,7 +34,9 @@ def query(incident_type: str, text: str = "OOMKilled pod keeps restarting") -> P
 async def test_ten_thousand_incident_types_make_a_bounded_number_of_series() -> None:
     metrics = Metrics(CollectorRegistry())
     local = LocalPlaybookCatalog.from_paths([CATALOG])
-    async with PlaybookSelector(local, metrics=metrics, min_confidence=0.5) as selector:
+    async with PlaybookSelector(
+        local, metrics=metrics, min_confidence=0.5, declares=local.declares_incident_type
+    ) as selector:
         await selector.select_query(query("pod-oom-killer"))  # one the catalog declares
         for n in range(10_000):
             await selector.select_query(query(f"made-up-{n}"))
@@ -55,12 +57,15 @@ class MadeUpCatalog:
     def __init__(self) -> None:
         self.count = 0
 
-    async def search(self, query: PlaybookQuery) -> CatalogAnswer:
+    async def search(self, query: PlaybookQuery, *, budget: float | None = None) -> CatalogAnswer:
         self.count += 1
         playbook = ScoredPlaybook(
             id=f"pb-{self.count}", version="v1", description="d", confidence=0.9
         )
         return CatalogAnswer(candidates=(playbook,), total=1, source=self.name)
+
+    async def aclose(self) -> None:
+        pass
 
 
 async def test_ten_thousand_playbook_ids_from_a_catalog_are_capped() -> None:

@@ -21,7 +21,7 @@ from precedent.models import Playbook
 from precedent.services import OutcomeService
 from precedent.services.outcomes import RequestRef
 from precedent.settings import Settings
-from precedent.wiring import build_outcomes, build_service
+from precedent.wiring import build_service
 from precedent_sandbox import SandboxThread
 
 CRDS = Path(__file__).resolve().parents[2] / "crds"
@@ -85,12 +85,12 @@ def sandbox() -> Iterator[SandboxThread]:
 
 def outcomes(sandbox: SandboxThread, registry: CollectorRegistry) -> tuple[OutcomeService, KubeApi]:
     settings = Settings(history_path="", catalog="")
-    service = build_service(settings, mode="rules", follows_cluster=True)
     api = KubeApi(ApiConnection(server=sandbox.url))
-    svc = build_outcomes(settings.catalog, service, cluster=api)
+    engine = build_service(settings, mode="rules", follows_cluster=True, cluster=api)
+    svc = engine.outcomes
+    assert svc is not None
     svc.metrics = Metrics(registry)
-    playbook = service.upsert_playbook("rolling-restart", PLAYBOOK["spec"])
-    svc.playbook_changed(playbook)
+    engine.objects.upsert_playbook("rolling-restart", PLAYBOOK["spec"])
     return svc, api
 
 

@@ -101,7 +101,7 @@ def test_seed_paraphrase_is_found_above_the_threshold(seed_history: History) -> 
     )
     for history in _histories(seed_history):
         assessor = scorer(history, mode="hybrid", semantic=VectorNeighbours(LexicalEmbedder()))
-        neighbours = assessor.service.neighbours
+        neighbours = assessor.assessor.scorer.neighbours
         assert neighbours is not None
         from precedent.core.normalize import normalize_request
 

@@ -18,7 +18,14 @@ from precedent.core.historical import DefaultRiskModel
 from precedent.core.policy import PolicyEngine
 from precedent.errors import InputError
 from precedent.models import Assessment
-from precedent.services import AssessmentService, AssessmentSettings, HistoryStore, PlaybookSelector
+from precedent.services import (
+    AssessmentSettings,
+    Assessor,
+    HistoryStore,
+    IncidentScorer,
+    PlaybookSelector,
+)
+from precedent.services.objects import ClusterObjects
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 FUZZ = settings(max_examples=150, deadline=None)
@@ -82,16 +89,23 @@ PLAYBOOK = _near(
 )
 
 
-def service() -> AssessmentService:
+def service() -> Assessor:
     local = LocalPlaybookCatalog(load_playbooks([DATA / "playbooks"]))
-    return AssessmentService(
-        HistoryStore(load_incidents([DATA / "incidents.yaml"])),
-        neighbours=None,
-        selector=PlaybookSelector(local, min_confidence=0.5),
+    return Assessor(
+        IncidentScorer(
+            HistoryStore(load_incidents([DATA / "incidents.yaml"])),
+            neighbours=None,
+            config=AssessmentSettings(mode="rules", risk_model=DefaultRiskModel()),
+        ),
+        selector=PlaybookSelector(local, min_confidence=0.5, declares=local.declares_incident_type),
         catalog=local,
         policy=PolicyEngine(),
-        config=AssessmentSettings(risk_model=DefaultRiskModel(), mode="rules"),
     )
+
+
+def objects(assessor: Assessor) -> ClusterObjects:
+    """The object mirror over the assessor's history and catalog."""
+    return ClusterObjects(assessor.scorer.history, assessor.catalog)
 
 
 SERVICE = service()
@@ -120,7 +134,7 @@ def test_any_incident_spec_is_stored_or_refused_and_scoring_still_works(
     store = service()
     message = "Incident fuzzed: "
     try:
-        store.upsert_incident("fuzzed", spec)
+        objects(store).upsert_incident("fuzzed", spec)
     except InputError as exc:
         message = str(exc)
     assert message.startswith("Incident fuzzed: ")
@@ -139,7 +153,7 @@ def test_any_playbook_spec_is_stored_or_refused_and_selection_still_works(
     store = service()
     message = "Playbook fuzzed: "
     try:
-        store.upsert_playbook("fuzzed", spec)
+        objects(store).upsert_playbook("fuzzed", spec)
     except InputError as exc:
         message = str(exc)
     assert message.startswith("Playbook fuzzed: ")

@@ -3,16 +3,25 @@
 ``fresh(key)`` returns an entry younger than the TTL; ``last_good(key)`` returns the entry
 whatever its age — what a caller serves while the source is down. Entries are evicted least
 recently stored first once ``max_entries`` is reached. The clock is injected.
+
+:class:`CachingCatalog` is the playbook catalog port in front of another catalog (the remote
+one, chosen in wiring): a fresh answer to the same normalised query is served without asking,
+and when the catalog fails its last good answer to the query, however old.
 """
 
 from __future__ import annotations
 
+import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Generic, TypeVar
 
-__all__ = ["CacheHit", "TTLCache"]
+from precedent.core.playbooks import CatalogAnswer, PlaybookCatalog, PlaybookQuery
+from precedent.errors import CatalogUnavailable
+from precedent.metrics import METRICS, Metrics
+
+__all__ = ["CacheHit", "CachingCatalog", "TTLCache"]
 
 V = TypeVar("V")
 
@@ -70,3 +79,60 @@ class TTLCache(Generic[V]):
     def clear(self) -> None:
         """Forget everything."""
         self._entries.clear()
+
+
+class CachingCatalog:
+    """A playbook catalog whose answers are kept ``ttl_seconds`` (the catalog port).
+
+    A fresh answer comes back with ``cached_age`` set; when the catalog cannot answer, the
+    last good answer to the same query comes back with ``stale_because`` set (the catalog's
+    reason), else its ``CatalogUnavailable`` goes on to the caller. Lookups are counted in
+    ``precedent_catalog_cache_total`` (hit, miss, stale).
+    """
+
+    def __init__(
+        self,
+        catalog: PlaybookCatalog,
+        *,
+        ttl_seconds: float = 300.0,
+        clock: Callable[[], float] = time.monotonic,
+        metrics: Metrics = METRICS,
+        max_entries: int = 1024,
+    ) -> None:
+        self.catalog = catalog
+        self.metrics = metrics
+        self._cache: TTLCache[CatalogAnswer] = TTLCache(
+            ttl_seconds=ttl_seconds, clock=clock, max_entries=max_entries
+        )
+
+    @property
+    def kind(self) -> str:
+        """The cached catalog's kind (its metrics label)."""
+        return self.catalog.kind
+
+    @property
+    def name(self) -> str:
+        """The cached catalog's name."""
+        return self.catalog.name
+
+    async def search(self, query: PlaybookQuery, *, budget: float | None = None) -> CatalogAnswer:
+        """A fresh cached answer, else the catalog's (then cached), else the last good one."""
+        key = query.cache_key()
+        hit = self._cache.fresh(key)
+        self.metrics.catalog_cache.labels("hit" if hit else "miss").inc()
+        if hit is not None:
+            return replace(hit.value, cached_age=hit.age)
+        try:
+            answer = await self.catalog.search(query, budget=budget)
+        except CatalogUnavailable as exc:
+            stale = self._cache.last_good(key)
+            if stale is None:
+                raise
+            self.metrics.catalog_cache.labels("stale").inc()
+            return replace(stale.value, cached_age=stale.age, stale_because=exc.reason)
+        self._cache.put(key, answer)
+        return answer
+
+    async def aclose(self) -> None:
+        """Release the cached catalog's connections."""
+        await self.catalog.aclose()

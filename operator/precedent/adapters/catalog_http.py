@@ -7,7 +7,8 @@ whole query: each attempt's timeout is cut to what is left of it, and no retry s
 backoff sleeps) past it. A body over :data:`MAX_RESPONSE_BYTES` is an invalid response, read
 no further. A failed query raises
 :class:`~precedent.errors.CatalogUnavailable` with the reason; caching and the fallback live in
-:class:`~precedent.adapters.selector.PlaybookSelector`.
+:class:`~precedent.services.selection.PlaybookSelector` and the caching catalog
+(:class:`~precedent.adapters.cache.CachingCatalog`) that wiring puts in front of it.
 
 The Context API's answer is the seed's minimal schema — id, version, description, confidence.
 The client also asks for each playbook's confidence parts (``include_components=true``, an

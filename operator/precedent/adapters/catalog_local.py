@@ -127,9 +127,13 @@ class LocalPlaybookCatalog:
         with self._lock:
             return self._index.search(query)
 
-    async def search(self, query: PlaybookQuery) -> CatalogAnswer:
-        """The catalog port: qualifying playbooks with every part of their confidence."""
+    async def search(self, query: PlaybookQuery, *, budget: float | None = None) -> CatalogAnswer:
+        """The catalog port: qualifying playbooks with every part of their confidence (at once:
+        no budget applies)."""
         return self.search_sync(query)
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
 
 
 def _incident_types(playbook: Playbook) -> frozenset[str]:

@@ -34,7 +34,12 @@ import numpy.typing as npt
 
 from precedent.adapters.faiss_index import FaissIncidentIndex
 from precedent.core import semantic
-from precedent.core.embedding import Bm25Match, DocumentFrequencies, LexicalEmbedder
+from precedent.core.embedding import (
+    Bm25Match,
+    DocumentFrequencies,
+    Frequencies,
+    LexicalEmbedder,
+)
 from precedent.core.normalize import ProposedAction
 from precedent.core.ports import Embedder, IndexStats
 from precedent.core.semantic import (
@@ -351,14 +356,17 @@ class VectorNeighbours:
         """Up to ``k`` ``(incident id, cosine)`` pairs for a text, best first."""
         return self.index.search(self._query_vector(text), k, domain=domain)
 
-    def _query_vector(self, text: str) -> npt.NDArray[np.float32]:
+    def _query_vector(
+        self, text: str, frequencies: Frequencies | None = None
+    ) -> npt.NDArray[np.float32]:
         embedder = self.embedder
+        frequencies = frequencies if frequencies is not None else self.frequencies
         if (
             isinstance(embedder, LexicalEmbedder)
-            and self.frequencies is not None
-            and self.frequencies.documents
+            and frequencies is not None
+            and frequencies.documents
         ):
-            vector = embedder.embed_queries([text], self.frequencies)
+            vector = embedder.embed_queries([text], frequencies)
         else:
             vector = (
                 embedder.embed_documents([text])
@@ -411,20 +419,16 @@ class VectorNeighbours:
             return []
         text = request_text(action)
         frequencies, embedder = self.frequencies, self.embedder
-        added = []
+        view: Frequencies | None = None
         if frequencies is not None and isinstance(embedder, LexicalEmbedder):
             # The query's idf counts the memory's incidents for this request, as the history
             # would once they joined it: a word only they have would otherwise weigh nothing.
-            # Callers hold the history's lock (AssessmentService.score), so no other request
-            # sees the table while they are in it.
-            added = [embedder.feature_keys(incident_text(i), frequencies) for i in incidents]
-            for keys in added:
-                frequencies.add(keys)
-        try:
-            query = self._query_vector(text)
-        finally:
-            for keys in added:
-                frequencies.remove(keys)  # type: ignore[union-attr]
+            # A view over the table, never a change to it: requests at the same time each see
+            # the history's counts (plus their own incidents), whatever lock they hold.
+            view = frequencies.with_documents(
+                [embedder.feature_keys(incident_text(i), frequencies) for i in incidents]
+            )
+        query = self._query_vector(text, view)
         cosines = (embed_incidents(self.embedder, incidents, self.title_weight) @ query).tolist()
         scores = [float(c) for c in cosines]
         if self.fusion_weight > 0:

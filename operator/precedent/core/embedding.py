@@ -33,6 +33,8 @@ __all__ = [
     "Bm25Match",
     "DocumentFrequencies",
     "FloatMatrix",
+    "Frequencies",
+    "FrequencyView",
     "LexicalEmbedder",
     "TfidfEmbedder",
     "l2_normalize",
@@ -109,11 +111,49 @@ class DocumentFrequencies:
         A feature the history never saw cannot match an incident; giving it weight would only
         amplify the hash collisions it lands on.
         """
-        df = self.counts[keys].astype(np.float64)
-        n = float(self.documents)
-        out = np.log1p((n - df + 0.5) / (df + 0.5))
-        out[df <= 0] = 0.0
-        return out
+        return _idf(self.counts[keys].astype(np.float64), float(self.documents))
+
+    def with_documents(self, documents: Sequence[npt.NDArray[np.int64]]) -> FrequencyView:
+        """This table as if it also counted ``documents`` (each one's distinct feature keys),
+        without changing it: what a query is weighted with when incidents outside the history
+        take part in it."""
+        return FrequencyView(self, documents)
+
+
+def _idf(df: npt.NDArray[np.float64], n: float) -> npt.NDArray[np.float64]:
+    out: npt.NDArray[np.float64] = np.log1p((n - df + 0.5) / (df + 0.5))
+    out[df <= 0] = 0.0
+    return out
+
+
+class FrequencyView:
+    """A :class:`DocumentFrequencies` plus documents it does not hold, read-only: the table
+    itself is never written, so requests reading it at the same time see the same counts."""
+
+    def __init__(
+        self, base: DocumentFrequencies, documents: Sequence[npt.NDArray[np.int64]]
+    ) -> None:
+        self._base = base
+        merged = np.concatenate(documents) if documents else np.empty(0, dtype=np.int64)
+        self._keys, self._counts = np.unique(merged, return_counts=True)
+        self.documents = base.documents + len(documents)
+
+    @property
+    def mask(self) -> int:
+        """The base table's mask."""
+        return self._base.mask
+
+    def idf(self, keys: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        """:meth:`DocumentFrequencies.idf` over the base counts plus the extra documents."""
+        df = self._base.counts[keys].astype(np.float64)
+        if self._keys.size:
+            at = np.minimum(np.searchsorted(self._keys, keys), self._keys.size - 1)
+            df += np.where(self._keys[at] == keys, self._counts[at], 0)
+        return _idf(df, float(self.documents))
+
+
+Frequencies = DocumentFrequencies | FrequencyView
+"""A frequency table, or one as if it counted more documents: what a query is weighted with."""
 
 
 class _Hashes(dict[str, int]):
@@ -194,7 +234,7 @@ class LexicalEmbedder:
         features: list[str],
         counts: list[int],
         lengths: list[int],
-        frequencies: DocumentFrequencies | None,
+        frequencies: Frequencies | None,
     ) -> npt.NDArray[np.float64]:
         """One block (words or character n-grams) for each of ``len(lengths)`` texts: row
         ``r`` sums the signed weights of the next ``lengths[r]`` features into their buckets."""
@@ -274,7 +314,7 @@ class LexicalEmbedder:
     def _embed_many(
         self,
         texts: Sequence[str],
-        frequencies: DocumentFrequencies | None,
+        frequencies: Frequencies | None,
         vocabulary: bool = True,
     ) -> FloatMatrix:
         if len(texts) == 1:  # one request's query: no batch arrays to set up
@@ -286,7 +326,7 @@ class LexicalEmbedder:
         return out
 
     def _embed_single(
-        self, text: str, frequencies: DocumentFrequencies | None, vocabulary: bool
+        self, text: str, frequencies: Frequencies | None, vocabulary: bool
     ) -> npt.NDArray[np.float32]:
         """``_embed_batch`` for one text with one-dimensional arrays: the same operations."""
         word_feats, chars = self._features(text, vocabulary)
@@ -304,7 +344,7 @@ class LexicalEmbedder:
         return vec.astype(np.float32)
 
     def _embed_batch(
-        self, texts: Sequence[str], frequencies: DocumentFrequencies | None, vocabulary: bool
+        self, texts: Sequence[str], frequencies: Frequencies | None, vocabulary: bool
     ) -> FloatMatrix:
         """Each text's unit vector: ``normalise(w · words/|words| + (1 − w) · grams/|grams|)``,
         a block left out when it has no features or a zero norm; the rows are computed
@@ -344,10 +384,6 @@ class LexicalEmbedder:
         vec /= np.where(norms > 0, norms, 1.0)[:, None]
         return vec.astype(np.float32)
 
-    def embed_one(self, text: str) -> npt.NDArray[np.float32]:
-        """One text's unit vector without concept features (all zeros for no words)."""
-        return self._embed_single(text, None, vocabulary=False)
-
     def embed(self, texts: Sequence[str]) -> FloatMatrix:
         """Unit vectors without concept features, one row per text (the playbook catalog's
         comparison, whose calibration was measured without them)."""
@@ -357,7 +393,7 @@ class LexicalEmbedder:
         """Incident unit vectors with concept features; they depend on the text alone."""
         return self._embed_many(texts, None)
 
-    def embed_queries(self, texts: Sequence[str], frequencies: DocumentFrequencies) -> FloatMatrix:
+    def embed_queries(self, texts: Sequence[str], frequencies: Frequencies) -> FloatMatrix:
         """Query unit vectors whose features are weighted by their idf in ``frequencies``."""
         return self._embed_many(texts, frequencies)
 

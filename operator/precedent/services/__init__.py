@@ -4,8 +4,9 @@ Handlers and the CLI call these; these call the core (pure) and the adapters (I/
 """
 
 from precedent.services.assessment import (
-    AssessmentService,
     AssessmentSettings,
+    Assessor,
+    IncidentScorer,
     NormalizedRequest,
     parse_request_spec,
 )
@@ -15,10 +16,11 @@ from precedent.services.selection import PlaybookChoice, PlaybookSelector
 from precedent.services.status import EventNote, StatusUpdate
 
 __all__ = [
-    "AssessmentService",
     "AssessmentSettings",
+    "Assessor",
     "EventNote",
     "HistoryStore",
+    "IncidentScorer",
     "NormalizedRequest",
     "OutcomeLedger",
     "OutcomeService",

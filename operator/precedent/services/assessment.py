@@ -8,10 +8,13 @@ One path for the operator, ``precedent score``, ``search`` and ``eval``::
          ─▶ playbook selection (seed 004: cache → catalog → fallback → manual investigation)
          ─▶ Assessment ─▶ StatusUpdate (conditions, observedGeneration, the Event)
 
-The history follows Incident objects and the in-process catalog follows Playbook objects as
-they change. Scoring runs on one worker thread so that kopf's event loop keeps serving while
-the vector index is searched (FAISS releases the GIL); requests wait for it in one queue per
-namespace, served in turn (``FairQueue``), so a flood in one namespace does not hold up another.
+Two objects: :class:`IncidentScorer` asks the history (the snapshot, the vector index, the
+fleet memory's incidents) and :class:`Assessor` runs the pipeline around it. The history and
+the in-process catalog follow the cluster's objects through
+:class:`~precedent.services.objects.ClusterObjects`. Scoring runs on one worker thread so that
+kopf's event loop keeps serving while the vector index is searched (FAISS releases the GIL);
+requests wait for it in one queue per namespace, served in turn (``FairQueue``), so a flood in
+one namespace does not hold up another.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol
 
 from pydantic import ValidationError
 
@@ -37,7 +40,7 @@ from precedent.core.historical import (
     evaluate_history,
 )
 from precedent.core.normalize import ProposedAction, TargetMismatch, normalize_request
-from precedent.core.playbooks import PlaybookQuery, SuccessPrior, historical_success
+from precedent.core.playbooks import PlaybookQuery, SuccessPrior
 from precedent.core.playbooks.labels import normalize_label_key, normalize_label_value
 from precedent.core.policy import PolicyEngine
 from precedent.core.ports import PlaybookDecision, SemanticNeighbours
@@ -55,7 +58,6 @@ from precedent.models import (
     EngineInfo,
     Incident,
     MemoryNote,
-    Playbook,
     ReasoningPart,
     Recommendation,
     RemediationRequestSpec,
@@ -71,11 +73,12 @@ from precedent.services.history import HistoryStore
 from precedent.services.integrity import StatusSigner
 from precedent.services.memory import FleetMemory, MemoryRecall
 from precedent.services.selection import PlaybookSelector
-from precedent.services.status import IncidentStatus, StatusUpdate
+from precedent.services.status import StatusUpdate
 
 __all__ = [
-    "AssessmentService",
     "AssessmentSettings",
+    "Assessor",
+    "IncidentScorer",
     "NormalizedRequest",
     "parse_request_spec",
 ]
@@ -83,7 +86,6 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
-@runtime_checkable
 class OutsideIncidentScorer(Protocol):
     """A semantic neighbour source that can also score incidents it does not index."""
 
@@ -173,107 +175,33 @@ def _claims_note(claimed: ProposedAction, verified: ProposedAction, source: str)
     return "; ".join(parts)[:512] or None
 
 
-class AssessmentService:
-    """Assesses requests against an incident history and a playbook catalog."""
+class IncidentScorer:
+    """Similarity, risk and the ranked similar incidents of a request against the history
+    (with the fleet memory's incidents, when it answered)."""
 
     def __init__(
         self,
         history: HistoryStore,
         *,
         neighbours: SemanticNeighbours | None,
-        selector: PlaybookSelector | None,
-        catalog: LocalPlaybookCatalog,
-        policy: PolicyEngine,
         config: AssessmentSettings,
-        signer: StatusSigner | None = None,
         memory: FleetMemory | None = None,
-        blast: BlastRadiusService | None = None,
+        evidence: Callable[[], OutcomeEvidence] | None = None,
+        outside: OutsideIncidentScorer | None = None,
     ) -> None:
         if config.mode != "rules" and neighbours is None:
             raise ValueError(f"similarity mode {config.mode!r} needs a semantic neighbour source")
         self.history = history
         self.neighbours = neighbours
-        self.selector = selector
-        self.catalog = catalog
-        self.policy = policy
         self.config = config
-        self.signer = signer or StatusSigner()
-        # The fleet memory (seed 001), asked before scoring; None when disabled.
+        # The fleet memory (seed 001), whose incidents join a request's view; None: disabled.
         self.memory = memory
-        # The cluster's dependency graph (issue 15), followed by the operator; None elsewhere.
-        self.blast = blast
-        # Outcomes reported on past requests (base-rate evidence for the default risk model);
-        # the operator connects its outcome ledger here, commands have none.
-        self.evidence: Callable[[], OutcomeEvidence] | None = None
-        # Where things run, from what admins control (namespace labels, the environment
-        # mapping); None: no facts (a command without -f), the requester's claims are used.
-        self.facts: ContextFacts | None = None
-        # One scoring thread; namespaces take turns for it (services.fair_queue).
-        self._queue = FairQueue("precedent-assess")
-
-    # -- the history and the catalog follow the cluster's objects -----------------------------
-
-    def upsert_incident(self, name: str, spec: Mapping[str, Any], *, created: str = "") -> Incident:
-        """Add or replace the incident from object ``name``; InputError names a bad field
-        (and the object's earlier version leaves the history)."""
-        incident = self.history.upsert(name, spec, created=created)
-        if self.memory is not None:
-            self.memory.remember(incident)  # written in the background; never waited for
-        return incident
-
-    def incident_status(
-        self,
-        name: str,
-        spec: Mapping[str, Any],
-        *,
-        generation: int,
-        previous: Sequence[Mapping[str, Any]] | None,
-        now: datetime,
-    ) -> IncidentStatus:
-        """What object ``name``'s status should say: in the history, invalid, or a duplicate."""
-        problem: tuple[str, str] | None = None
-        try:
-            incident = Incident.model_validate(dict(spec))
-        except ValidationError as exc:
-            problem = ("InvalidSpec", f"invalid spec: {describe_validation(exc, 'spec')}")
-        else:
-            winner = self.history.shadowed_by(name)
-            if winner is not None:
-                problem = (
-                    "DuplicateId",
-                    f"incident id {incident.id} is already used by Incident {winner} "
-                    "(created first); this object is left out of the history",
-                )
-        return IncidentStatus.of(problem, generation=generation, previous=previous, now=now)
-
-    def remove_incident(self, name: str) -> None:
-        """Forget the incident from object ``name``."""
-        self.history.remove(name)
-
-    def upsert_playbook(self, name: str, spec: Mapping[str, Any]) -> Playbook:
-        """Add or replace a playbook (id = object name)."""
-        if not isinstance(spec, Mapping):
-            raise InputError(
-                f"Playbook {name}: spec: expected a mapping, got {type(spec).__name__}"
-            )
-        try:
-            playbook = Playbook.model_validate({**dict(spec), "id": name})
-        except ValidationError as exc:
-            raise InputError(f"Playbook {name}: {describe_validation(exc, 'spec')}") from None
-        self.catalog.upsert(playbook)
-        return playbook
-
-    def remove_playbook(self, name: str) -> None:
-        """Forget a playbook."""
-        self.catalog.remove(name)
-
-    def success_rate(self, successes: int, executions: int) -> float:
-        """The smoothed success rate with the configured prior (seed 004's historical part)."""
-        return float(historical_success(successes, executions, self.config.success_prior))
-
-    def history_size(self) -> int:
-        """Incidents in the current snapshot (rebuilt first if objects changed)."""
-        return len(self.history)
+        # Outcomes reported on past requests (base-rate evidence for the default risk model):
+        # the operator's outcome ledger; commands have none.
+        self.evidence = evidence
+        # Scores the memory's incidents, which the vector index does not hold, on meaning
+        # (None: they compete on the rules alone).
+        self.outside = outside
 
     def prepare_index(self) -> str:
         """Build or load the vector index for the current history, before any request: the
@@ -290,6 +218,213 @@ class AssessmentService:
         return (
             f"vector index ready: {len(snapshot)} incidents, {report.embedded} embedded, "
             f"{report.kept} kept, {report.removed} removed ({loaded} read from the saved index)"
+        )
+
+    def history_size(self) -> int:
+        """Incidents in the current snapshot (rebuilt first if objects changed)."""
+        return len(self.history)
+
+    def score(
+        self,
+        action: ProposedAction,
+        *,
+        top_k: int | None = None,
+        now: datetime | None = None,
+        ranking: RankingWeights | None = None,
+        recall: MemoryRecall | None = None,
+    ) -> tuple[History, HistoricalResult]:
+        """Similarity, risk and the ranked similar incidents for one normalised request.
+
+        ``top_k`` lists more incidents than the status does (``precedent search``, ``eval``);
+        the ranking is the one the status shows. ``ranking`` replaces the configured ranking
+        weights for this call only (the search API's per-request weights); the shared
+        configuration is never changed. ``recall`` (the fleet memory's answer) adds
+        its incidents to this request's view of the history.
+        """
+        with self.history.lock:
+            snapshot = self.history.snapshot
+            neighbours: Mapping[int, float] | None = None
+            if self.config.mode != "rules" and self.neighbours is not None and len(snapshot):
+                neighbours = self.neighbours.neighbours(action, snapshot, self.config.semantic_k)
+            history, writers = self._with_memory(snapshot, recall)
+            neighbours = self._memory_neighbours(action, snapshot, history, neighbours)
+            result = evaluate_history(
+                history,
+                action,
+                mode=self.config.mode,
+                semantic=neighbours,
+                threshold=self.config.threshold,
+                top_k=top_k or self.config.top_k,
+                ranking=ranking or self.config.ranking,
+                now=now,
+                model=self.config.risk_model,
+                outcomes=self.evidence() if self.evidence is not None else None,
+            )
+            weights = ranking or self.config.ranking
+            similar = [
+                self._sourced(s, writers, history, action, now, weights) for s in result.similar
+            ]
+        risk = result.risk
+        memory = _memory_note(similar, risk.most_relevant_incident) if writers else None
+        if memory is not None:
+            risk = risk.noted(memory)
+        return history, HistoricalResult(risk, similar, result.similar_count)
+
+    def rank(
+        self,
+        action: ProposedAction,
+        k: int,
+        *,
+        now: datetime | None = None,
+        ranking: RankingWeights | None = None,
+    ) -> list[SimilarIncident]:
+        """The ``k`` most relevant past incidents, ranked exactly as the status lists them
+        (with ``ranking`` in place of the configured weights, for this call only)."""
+        return self.score(action, top_k=k, now=now, ranking=ranking)[1].similar
+
+    # -- the fleet memory's part (seed 001) ----------------------------------------------------
+
+    @staticmethod
+    def _with_memory(
+        history: History, recall: MemoryRecall | None
+    ) -> tuple[History, dict[str, str | None]]:
+        """This request's history view: the snapshot plus the memory's incidents it lacks.
+
+        Local incidents win over the memory's copy of the same id. The memory's incidents go
+        after the snapshot's, so the snapshot's positions (the vector neighbours') still hold.
+        The snapshot is extended, not rebuilt: a rebuild costs a pass over every incident on
+        every request (``History.extended``).
+        """
+        if recall is None or not recall.hits:
+            return history, {}
+        extra = [h for h in recall.hits if history.position(h.incident.id) is None]
+        if not extra:
+            return history, {}
+        writers = {h.incident.id: h.cluster for h in extra}
+        return history.extended([h.incident for h in extra]), writers
+
+    def _memory_neighbours(
+        self,
+        action: ProposedAction,
+        snapshot: History,
+        history: History,
+        neighbours: Mapping[int, float] | None,
+    ) -> Mapping[int, float] | None:
+        """The vector neighbours plus the memory's incidents' semantic similarity.
+
+        The memory's incidents are not in the vector index (it follows this cluster's history
+        only); they are embedded and scored against the request with the same embedder, BM25
+        statistics and calibration, so they compete with local incidents on meaning too.
+        """
+        scorer = self.outside
+        if self.config.mode == "rules" or len(history) == len(snapshot) or scorer is None:
+            return neighbours
+        found = dict(neighbours or {})
+        extra = history.incidents[len(snapshot) :]
+        scores = scorer.score_incidents(action, extra)
+        for pos, similarity in enumerate(scores, start=len(snapshot)):
+            if similarity > 0:
+                found[pos] = similarity
+        return found
+
+    def _sourced(
+        self,
+        similar: SimilarIncident,
+        writers: Mapping[str, str | None],
+        history: History,
+        action: ProposedAction,
+        now: datetime | None,
+        ranking: RankingWeights,
+    ) -> SimilarIncident:
+        """A listed incident with where it came from, which cluster wrote it and, for the
+        memory's, the boosts that ranked it (seed 001)."""
+        if similar.id in writers:
+            incident = history.get(similar.id)
+            boosts = (
+                {
+                    name: round(value, 4)
+                    for name, value in boost_parts(
+                        incident,
+                        resource_name=action.resource_name,
+                        now=now,
+                        weights=ranking,
+                        action=action.action,
+                    ).items()
+                }
+                if incident is not None
+                else None
+            )
+            return similar.model_copy(
+                update={"source": "memory", "cluster": writers[similar.id], "boosts": boosts}
+            )
+        origin = self.history.origin(similar.id)
+        if origin == "cluster":
+            own = self.memory.cluster_name if self.memory is not None else None
+            return similar.model_copy(update={"source": "cluster", "cluster": own})
+        return similar.model_copy(update={"source": origin})
+
+    def sources(self, recall: MemoryRecall | None) -> list[str]:
+        """Where the history came from (and whether the fleet memory answered)."""
+        sources = self.history.sources()
+        if self.memory is not None:
+            sources.append(recall.source if recall is not None else "memory: not asked")
+        return sources
+
+    # -- what produced an answer ----------------------------------------------------------------
+
+    def embedder_name(self) -> str | None:
+        """The embedder behind the semantic part (None: rules only)."""
+        if self.config.mode == "rules" or self.neighbours is None:
+            return None
+        return self.neighbours.name
+
+
+class Assessor:
+    """Assesses requests: normalise → history and risk → policy → playbook selection → blast
+    radius → status. Every collaborator is given at construction (see precedent.wiring)."""
+
+    def __init__(
+        self,
+        scorer: IncidentScorer,
+        *,
+        selector: PlaybookSelector | None,
+        catalog: LocalPlaybookCatalog,
+        policy: PolicyEngine,
+        signer: StatusSigner | None = None,
+        memory: FleetMemory | None = None,
+        blast: BlastRadiusService | None = None,
+        facts: ContextFacts | None = None,
+        queue: FairQueue | None = None,
+    ) -> None:
+        self.scorer = scorer
+        self.config = scorer.config
+        self.selector = selector
+        self.catalog = catalog
+        self.policy = policy
+        self.signer = signer or StatusSigner()
+        # The fleet memory (seed 001), asked before scoring; None when disabled.
+        self.memory = memory
+        # The cluster's dependency graph, followed by the operator; None elsewhere.
+        self.blast = blast
+        # Where things run, from what admins control (namespace labels, the environment
+        # mapping); None: no facts (a command without -f), the requester's claims are used.
+        self.facts = facts
+        # One scoring thread; namespaces take turns for it (services.fair_queue).
+        self._queue = queue or FairQueue("precedent-assess")
+
+    def with_facts(self, facts: ContextFacts | None) -> Assessor:
+        """The same assessor in other facts (another cluster's, or none), sharing everything
+        else, the scoring thread included."""
+        return Assessor(
+            self.scorer,
+            selector=self.selector,
+            catalog=self.catalog,
+            policy=self.policy,
+            signer=self.signer,
+            memory=self.memory,
+            blast=self.blast,
+            facts=facts,
+            queue=self._queue,
         )
 
     # -- one request ---------------------------------------------------------------------------
@@ -390,155 +525,6 @@ class AssessmentService:
         )
         return written != now.describe()
 
-    def score(
-        self,
-        action: ProposedAction,
-        *,
-        top_k: int | None = None,
-        now: datetime | None = None,
-        ranking: RankingWeights | None = None,
-        recall: MemoryRecall | None = None,
-    ) -> tuple[History, HistoricalResult]:
-        """Similarity, risk and the ranked similar incidents for one normalised request.
-
-        ``top_k`` lists more incidents than the status does (``precedent search``, ``eval``);
-        the ranking is the one the status shows. ``ranking`` replaces the configured ranking
-        weights for this call only (the search API's per-request weights); the shared
-        configuration is never changed. ``recall`` (the fleet memory's answer) adds
-        its incidents to this request's view of the history.
-        """
-        with self.history.lock:
-            snapshot = self.history.snapshot
-            neighbours: Mapping[int, float] | None = None
-            if self.config.mode != "rules" and self.neighbours is not None and len(snapshot):
-                neighbours = self.neighbours.neighbours(action, snapshot, self.config.semantic_k)
-            history, writers = self._with_memory(snapshot, recall)
-            neighbours = self._memory_neighbours(action, snapshot, history, neighbours)
-            result = evaluate_history(
-                history,
-                action,
-                mode=self.config.mode,
-                semantic=neighbours,
-                threshold=self.config.threshold,
-                top_k=top_k or self.config.top_k,
-                ranking=ranking or self.config.ranking,
-                now=now,
-                model=self.config.risk_model,
-                outcomes=self.evidence() if self.evidence is not None else None,
-            )
-            weights = ranking or self.config.ranking
-            similar = [
-                self._sourced(s, writers, history, action, now, weights) for s in result.similar
-            ]
-        risk = result.risk
-        memory = _memory_note(similar, risk.most_relevant_incident) if writers else None
-        if memory is not None:
-            risk = risk.noted(memory)
-        return history, HistoricalResult(risk, similar, result.similar_count)
-
-    # -- the fleet memory's part (seed 001) ----------------------------------------------------
-
-    @staticmethod
-    def _with_memory(
-        history: History, recall: MemoryRecall | None
-    ) -> tuple[History, dict[str, str | None]]:
-        """This request's history view: the snapshot plus the memory's incidents it lacks.
-
-        Local incidents win over the memory's copy of the same id. The memory's incidents go
-        after the snapshot's, so the snapshot's positions (the vector neighbours') still hold.
-        The snapshot is extended, not rebuilt: a rebuild costs a pass over every incident on
-        every request (``History.extended``).
-        """
-        if recall is None or not recall.hits:
-            return history, {}
-        extra = [h for h in recall.hits if history.position(h.incident.id) is None]
-        if not extra:
-            return history, {}
-        writers = {h.incident.id: h.cluster for h in extra}
-        return history.extended([h.incident for h in extra]), writers
-
-    def _memory_neighbours(
-        self,
-        action: ProposedAction,
-        snapshot: History,
-        history: History,
-        neighbours: Mapping[int, float] | None,
-    ) -> Mapping[int, float] | None:
-        """The vector neighbours plus the memory's incidents' semantic similarity.
-
-        The memory's incidents are not in the vector index (it follows this cluster's history
-        only); they are embedded and scored against the request with the same embedder, BM25
-        statistics and calibration, so they compete with local incidents on meaning too.
-        """
-        scorer = self.neighbours
-        if (
-            self.config.mode == "rules"
-            or len(history) == len(snapshot)
-            or not isinstance(scorer, OutsideIncidentScorer)
-        ):
-            return neighbours
-        found = dict(neighbours or {})
-        extra = history.incidents[len(snapshot) :]
-        scores = scorer.score_incidents(action, extra)
-        for pos, similarity in enumerate(scores, start=len(snapshot)):
-            if similarity > 0:
-                found[pos] = similarity
-        return found
-
-    def _sourced(
-        self,
-        similar: SimilarIncident,
-        writers: Mapping[str, str | None],
-        history: History,
-        action: ProposedAction,
-        now: datetime | None,
-        ranking: RankingWeights,
-    ) -> SimilarIncident:
-        """A listed incident with where it came from, which cluster wrote it and, for the
-        memory's, the boosts that ranked it (seed 001)."""
-        if similar.id in writers:
-            incident = history.get(similar.id)
-            boosts = (
-                {
-                    name: round(value, 4)
-                    for name, value in boost_parts(
-                        incident,
-                        resource_name=action.resource_name,
-                        now=now,
-                        weights=ranking,
-                        action=action.action,
-                    ).items()
-                }
-                if incident is not None
-                else None
-            )
-            return similar.model_copy(
-                update={"source": "memory", "cluster": writers[similar.id], "boosts": boosts}
-            )
-        origin = self.history.origin(similar.id)
-        if origin == "cluster":
-            own = self.memory.cluster_name if self.memory is not None else None
-            return similar.model_copy(update={"source": "cluster", "cluster": own})
-        return similar.model_copy(update={"source": origin})
-
-    def _sources(self, recall: MemoryRecall | None) -> list[str]:
-        sources = self.history.sources()
-        if self.memory is not None:
-            sources.append(recall.source if recall is not None else "memory: not asked")
-        return sources
-
-    def rank(
-        self,
-        action: ProposedAction,
-        k: int,
-        *,
-        now: datetime | None = None,
-        ranking: RankingWeights | None = None,
-    ) -> list[SimilarIncident]:
-        """The ``k`` most relevant past incidents, ranked exactly as the status lists them
-        (with ``ranking`` in place of the configured weights, for this call only)."""
-        return self.score(action, top_k=k, now=now, ranking=ranking)[1].similar
-
     def assess_normalised(
         self,
         request: NormalizedRequest,
@@ -552,10 +538,10 @@ class AssessmentService:
         A requester's claims (``labels.environment`` / ``labels.cluster``) can only make the
         answer stricter: when they differ from the verified context, both are scored and the
         riskier answer is kept (the verified one on a tie); the status says which."""
-        history, result = self.score(request.action, now=now, recall=recall)
+        history, result = self.scorer.score(request.action, now=now, recall=recall)
         context, note = self._context(request), None
         if request.verified is not None and request.verified != request.action:
-            checked = self.score(request.verified, now=now, recall=recall)
+            checked = self.scorer.score(request.verified, now=now, recall=recall)
             if checked[1].risk.score >= result.risk.score:
                 history, result = checked
                 assert request.context is not None
@@ -601,9 +587,9 @@ class AssessmentService:
                 version=__version__,
                 history_size=len(history),
                 similarity_mode=self.config.mode,
-                embedder=self._embedder_name(),
+                embedder=self.scorer.embedder_name(),
                 risk_model=self.config.risk_model.name,
-                sources=self._sources(recall),
+                sources=self.scorer.sources(recall),
             ),
             topology_hints=recall.topology if recall is not None else None,
             blast_radius=blast,
@@ -785,11 +771,6 @@ class AssessmentService:
 
     # -- what produced an answer ----------------------------------------------------------------
 
-    def _embedder_name(self) -> str | None:
-        if self.config.mode == "rules" or self.neighbours is None:
-            return None
-        return self.neighbours.name
-
     def _input_hash(
         self, spec: RemediationRequestSpec, history: History, facts: str | None = None
     ) -> str:
@@ -806,7 +787,7 @@ class AssessmentService:
             history.fingerprint,
             self.config.mode,
             self.config.risk_model.name,
-            self._embedder_name() or "",
+            self.scorer.embedder_name() or "",
             __version__,
             facts or "",
         )

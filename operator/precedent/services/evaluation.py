@@ -1,8 +1,8 @@
 """Quality of the operator's own answers over labelled sets: the ranking (MRR, hit@k, MAP@10),
 the risk bands, and the playbook selection.
 
-Each query is ranked by :meth:`AssessmentService.rank` — the code that fills a request's
-``similarIncidents`` — and each playbook chosen by the service's own selector, so
+Each query is ranked by :meth:`IncidentScorer.rank` — the code that fills a request's
+``similarIncidents`` — and each playbook chosen by the assessor's own selector, so
 ``precedent eval`` measures what the operator shows people.
 """
 
@@ -19,7 +19,7 @@ from precedent.core.playbooks.evaluation import SelectionResult
 from precedent.core.risk_evaluation import BandResult, RiskEvaluation, evaluate_bands
 from precedent.errors import InputError
 from precedent.models import Assessment
-from precedent.services.assessment import AssessmentService
+from precedent.services.assessment import Assessor, IncidentScorer
 
 __all__ = [
     "EVAL_DEPTH",
@@ -34,7 +34,7 @@ EVAL_DEPTH = 100
 
 
 def rank_for_query(
-    service: AssessmentService,
+    scorer: IncidentScorer,
     query: EvalQuery,
     depth: int = EVAL_DEPTH,
     *,
@@ -45,17 +45,17 @@ def rank_for_query(
     ``now`` plays the request's creation time (the anchor of seed 001's recency boost);
     None applies no recency boost, so a labelled set scores the same whatever the date.
     """
-    ranked = service.rank(query.action, depth + len(query.exclude), now=now)
+    ranked = scorer.rank(query.action, depth + len(query.exclude), now=now)
     return [s.id for s in ranked if s.id not in query.exclude][:depth]
 
 
-def run_evaluation(service: AssessmentService, queries: Iterable[EvalQuery]) -> RetrievalMetrics:
+def run_evaluation(scorer: IncidentScorer, queries: Iterable[EvalQuery]) -> RetrievalMetrics:
     """MRR, hit@1, hit@5 and MAP@10 of the operator's ranking over ``queries``."""
-    return summarize(QueryResult.of(rank_for_query(service, q), q.relevant) for q in queries)
+    return summarize(QueryResult.of(rank_for_query(scorer, q), q.relevant) for q in queries)
 
 
 async def evaluate_risk(
-    service: AssessmentService,
+    assessor: Assessor,
     labelled: Sequence[LabelledRequest],
     facts: Callable[[str | None], ContextFacts] | None = None,
 ) -> RiskEvaluation:
@@ -67,15 +67,14 @@ async def evaluate_risk(
     """
     assessments = []
     if facts is None:
-        assessments = await service.assess_many([item.request.spec for item in labelled])
+        assessments = await assessor.assess_many([item.request.spec for item in labelled])
     else:
         clusters: dict[str | None, list[int]] = {}
         for position, item in enumerate(labelled):
             clusters.setdefault(item.cluster, []).append(position)
         found: dict[int, Assessment] = {}
         for cluster, positions in clusters.items():
-            service.facts = facts(cluster)
-            answers = await service.assess_many(
+            answers = await assessor.with_facts(facts(cluster)).assess_many(
                 [labelled[p].request.spec for p in positions],
                 namespaces=[labelled[p].request.namespace for p in positions],
             )
@@ -95,14 +94,14 @@ async def evaluate_risk(
 
 
 async def select_for_labelled(
-    service: AssessmentService, labelled: Sequence[SelectionLabel]
+    assessor: Assessor, labelled: Sequence[SelectionLabel]
 ) -> list[SelectionResult]:
-    """Select a playbook for each labelled request as the operator does — the service's own
+    """Select a playbook for each labelled request as the operator does — the assessor's own
     normalisation and its playbook selector — and pair the answer with the label."""
-    selector = service.selector
+    selector = assessor.selector
     if selector is None:
         raise InputError("no playbook catalog: pass --catalog PATH or set PRECEDENT_CATALOG")
-    queries = [service.normalise(item.request.spec).query for item in labelled]
+    queries = [assessor.normalise(item.request.spec).query for item in labelled]
     choices = await selector.select_many(queries)
     results = []
     for item, choice in zip(labelled, choices, strict=True):

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from precedent.adapters.vector_neighbours import VectorNeighbours
 from precedent.metrics import INDEX_KINDS, METRICS, Metrics
-from precedent.services.assessment import AssessmentService
 from precedent.services.status import StatusUpdate
 
 __all__ = ["DECISION_LOGGER", "DecisionRecorder", "RequestName"]
@@ -41,11 +40,18 @@ class RequestName:
 
 
 class DecisionRecorder:
-    """Records reconciliations of one service on one metrics registry."""
+    """Records reconciliations of one assessor on one metrics registry."""
 
-    def __init__(self, service: AssessmentService, metrics: Metrics = METRICS) -> None:
-        self.service = service
+    def __init__(
+        self,
+        *,
+        history_size: Callable[[], int],
+        index_kind: Callable[[], str],
+        metrics: Metrics = METRICS,
+    ) -> None:
         self.metrics = metrics
+        # ``exact`` or ``approximate`` (the vector index in use), ``none`` without one.
+        self.index_kind = index_kind
         # uid → Stalled reason: the gauge counts requests, not reconciliations (kopf may
         # reconcile the same Stalled request again after a restart).
         self._stalled: dict[str, str] = {}
@@ -53,7 +59,7 @@ class DecisionRecorder:
         self._pending: set[str] = set()
         self._lock = threading.Lock()
         # Read at scrape time: Incident objects change the history between requests.
-        metrics.history_incidents.set_function(lambda: float(service.history_size()))
+        metrics.history_incidents.set_function(lambda: float(history_size()))
         self.refresh()
 
     def refresh(self) -> None:
@@ -61,13 +67,6 @@ class DecisionRecorder:
         kind = self.index_kind()
         for known in INDEX_KINDS:
             self.metrics.vector_index.labels(known).set(1 if known == kind else 0)
-
-    def index_kind(self) -> str:
-        """``exact`` or ``approximate`` (the FAISS index in use), ``none`` without one."""
-        neighbours = self.service.neighbours
-        if self.service.config.mode == "rules" or not isinstance(neighbours, VectorNeighbours):
-            return "none"
-        return neighbours.index.kind
 
     def reconciled(
         self, request: RequestName, action: str, update: StatusUpdate, seconds: float

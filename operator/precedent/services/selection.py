@@ -1,6 +1,8 @@
 """Playbook selection for a request: query a catalog, fall back when it fails, log and count.
 
-:meth:`PlaybookSelector.select_query` never raises. With a remote catalog it answers, in order:
+:meth:`PlaybookSelector.select_query` never raises. With a remote catalog (behind the caching
+catalog wiring puts in front of it, :class:`~precedent.adapters.cache.CachingCatalog`) it
+answers, in order:
 
 1. a fresh cached answer for the same normalised query (younger than the TTL, 5 min) —
    ``data_driven``;
@@ -29,9 +31,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from precedent.adapters.cache import TTLCache
-from precedent.adapters.catalog_http import HttpPlaybookCatalog
-from precedent.adapters.catalog_local import LocalPlaybookCatalog
 from precedent.core.playbooks import (
     CatalogAnswer,
     ConfidenceWeights,
@@ -83,8 +82,7 @@ class PlaybookSelector:
         self,
         catalog: PlaybookCatalog,
         *,
-        fallback: LocalPlaybookCatalog | None = None,
-        cache_ttl_seconds: float = 300.0,
+        fallback: PlaybookCatalog | None = None,
         min_confidence: float = 0.7,
         max_results: int = 10,
         weights: ConfidenceWeights | None = None,
@@ -92,6 +90,7 @@ class PlaybookSelector:
         clock: Callable[[], float] = time.monotonic,
         concurrency: int = 8,
         deadline_seconds: float = 0.5,
+        declares: Callable[[str], bool] | None = None,
     ) -> None:
         if deadline_seconds <= 0:
             raise ValueError("deadline_seconds must be > 0")
@@ -104,21 +103,16 @@ class PlaybookSelector:
         self.concurrency = concurrency
         self.deadline_seconds = deadline_seconds
         self._clock = clock
+        # Whether an incident type is one the in-process catalog's playbooks declare (None: a
+        # remote catalog alone declares none, and only the cap on distinct values bounds them).
+        self._declares = declares
         # Label values from input (request labels, a remote catalog's ids) stay bounded.
         self._incident_label = BoundedLabel(always=frozenset({"unknown"}))
         self._playbook_label = BoundedLabel(always=frozenset({"manual_investigation"}))
-        # Only a remote answer is worth caching; the in-process catalog is faster than a lookup.
-        self.cache: TTLCache[CatalogAnswer] | None = (
-            TTLCache(ttl_seconds=cache_ttl_seconds, clock=clock)
-            if catalog.kind != "in_process"
-            else None
-        )
 
     async def aclose(self) -> None:
         """Release the remote catalog's connections."""
-        close = getattr(self.catalog, "aclose", None)
-        if close is not None:
-            await close()
+        await self.catalog.aclose()
 
     async def __aenter__(self) -> PlaybookSelector:
         return self
@@ -151,18 +145,18 @@ class PlaybookSelector:
     ) -> CatalogAnswer:
         started = time.perf_counter()
         outcome = "error"
+        answer: CatalogAnswer | None = None
         try:
-            if isinstance(catalog, HttpPlaybookCatalog):
-                answer = await catalog.search(query, budget=budget)
-            else:
-                answer = await catalog.search(query)
-            outcome = "success"
+            answer = await catalog.search(query, budget=budget)
+            outcome = "success" if answer.stale_because is None else "error"
             return answer
         finally:
-            # Queries sent are counted where they are sent (the HTTP adapter), not here.
-            self.metrics.catalog_latency.labels(catalog.kind, outcome).observe(
-                time.perf_counter() - started
-            )
+            # Queries sent are counted where they are sent (the HTTP adapter), not here; a
+            # fresh cached answer asked nothing.
+            if answer is None or answer.cached_age is None or answer.stale_because is not None:
+                self.metrics.catalog_latency.labels(catalog.kind, outcome).observe(
+                    time.perf_counter() - started
+                )
 
     def _decide(
         self, query: PlaybookQuery, answer: CatalogAnswer, method: SelectionMethod, note: str | None
@@ -171,34 +165,30 @@ class PlaybookSelector:
 
     async def _select(self, query: PlaybookQuery) -> PlaybookChoice:
         deadline = self._clock() + self.deadline_seconds
-        key = query.cache_key()
-        if self.cache is not None:
-            hit = self.cache.fresh(key)
-            self.metrics.catalog_cache.labels("hit" if hit else "miss").inc()
-            if hit is not None:
-                decision = self._decide(query, hit.value, "data_driven", None)
-                return PlaybookChoice(
-                    query, decision, "data_driven", hit.value.source, answer=hit.value, cached=True
-                )
         try:
             answer = await self._search(self.catalog, query, deadline - self._clock())
         except CatalogUnavailable as exc:
-            return await self._fall_back(query, key, exc.reason)
-        if self.cache is not None:
-            self.cache.put(key, answer)
-        decision = self._decide(query, answer, "data_driven", None)
-        return PlaybookChoice(query, decision, "data_driven", answer.source, answer=answer)
-
-    async def _fall_back(self, query: PlaybookQuery, key: str, reason: str) -> PlaybookChoice:
-        where = f"Fallback: the catalog at {self.catalog.name} failed ({reason})"
-        stale = self.cache.last_good(key) if self.cache is not None else None
-        if stale is not None:
-            self.metrics.catalog_cache.labels("stale").inc()
-            note = f"{where}; using its last good answer, {stale.age:.0f} s old."
-            decision = self._decide(query, stale.value, "fallback", note)
+            return await self._fall_back(query, exc.reason)
+        if answer.stale_because is not None:
+            reason = answer.stale_because
+            where = f"Fallback: the catalog at {self.catalog.name} failed ({reason})"
+            note = f"{where}; using its last good answer, {answer.cached_age or 0.0:.0f} s old."
+            decision = self._decide(query, answer, "fallback", note)
             return PlaybookChoice(
-                query, decision, "fallback", stale.value.source, reason, stale.value, cached=True
+                query, decision, "fallback", answer.source, reason, answer, cached=True
             )
+        decision = self._decide(query, answer, "data_driven", None)
+        return PlaybookChoice(
+            query,
+            decision,
+            "data_driven",
+            answer.source,
+            answer=answer,
+            cached=answer.cached_age is not None,
+        )
+
+    async def _fall_back(self, query: PlaybookQuery, reason: str) -> PlaybookChoice:
+        where = f"Fallback: the catalog at {self.catalog.name} failed ({reason})"
         if self.fallback is not None:
             try:
                 answer = await self._search(self.fallback, query)
@@ -213,12 +203,7 @@ class PlaybookSelector:
         )
 
     def _declared(self, incident_type: str) -> bool:
-        # Known incident types are those the in-process catalog's playbooks declare; a remote
-        # catalog alone declares none, so there only the cap on distinct values bounds them.
-        local = self.fallback or self.catalog
-        if not isinstance(local, LocalPlaybookCatalog):
-            return True
-        return local.declares_incident_type(incident_type)
+        return self._declares is None or self._declares(incident_type)
 
     @staticmethod
     def _answered(outcome: PlaybookChoice) -> bool:

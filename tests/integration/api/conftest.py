@@ -23,9 +23,9 @@ from prometheus_client import CollectorRegistry
 
 from precedent.adapters.context_api import MAX_REQUEST_LINE, create_app
 from precedent.metrics import Metrics
-from precedent.services import AssessmentService
+from precedent.services import IncidentScorer
 from precedent.settings import Settings
-from precedent.wiring import build_service
+from precedent.wiring import Engine, build_service
 
 ROOT = Path(__file__).resolve().parents[3]
 HISTORY = ROOT / "tests" / "data" / "eval" / "history.jsonl"
@@ -39,7 +39,7 @@ class Api:
     """A running server, its service and a client."""
 
     url: str
-    service: AssessmentService
+    service: IncidentScorer
     client: httpx.Client
 
     def search(self, body: Any) -> httpx.Response:
@@ -78,20 +78,20 @@ def serve_in_thread(app: web.Application) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def service() -> AssessmentService:
-    """The operator's service over the evaluation history and the test catalog."""
+def service() -> Engine:
+    """The operator's engine over the evaluation history and the test catalog."""
     settings = Settings(history_path=HISTORY, catalog=str(CATALOG))
     return build_service(settings, history=[HISTORY], catalog=str(CATALOG), require_history=True)
 
 
 @pytest.fixture(scope="module")
-def api(service: AssessmentService) -> Iterator[Api]:
+def api(service: Engine) -> Iterator[Api]:
     """The server answering from ``service``, and a client for it."""
     app = create_app(
-        service.catalog,
-        search=service,
+        service.objects.catalog,
+        search=service.assessor.scorer,
         clock=lambda: NOW,
         metrics_registry=Metrics(CollectorRegistry()),
     )
     with serve_in_thread(app) as url, httpx.Client(base_url=url, timeout=30) as client:
-        yield Api(url, service, client)
+        yield Api(url, service.assessor.scorer, client)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from precedent.adapters.cache import CachingCatalog
 from precedent.adapters.catalog_http import HttpPlaybookCatalog
 from precedent.adapters.catalog_local import LocalPlaybookCatalog
 from precedent.core.playbooks import PlaybookQuery
@@ -65,9 +66,8 @@ def selector(
     fallback: LocalPlaybookCatalog | None,
 ) -> PlaybookSelector:
     return PlaybookSelector(
-        catalog,
+        CachingCatalog(catalog, ttl_seconds=300, clock=clock, metrics=metrics),
         fallback=fallback,
-        cache_ttl_seconds=300,
         min_confidence=0.5,
         max_results=10,
         metrics=metrics,
@@ -381,8 +381,11 @@ class Broken:
     kind = "in_process"
     name = "broken"
 
-    async def search(self, query: PlaybookQuery) -> object:
+    async def search(self, query: PlaybookQuery, *, budget: float | None = None) -> object:
         raise RuntimeError("boom")
+
+    async def aclose(self) -> None:
+        pass
 
 
 async def test_selection_never_raises_into_the_caller(metrics: Metrics) -> None:

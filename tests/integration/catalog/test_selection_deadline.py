@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from precedent.adapters.cache import CachingCatalog
 from precedent.adapters.catalog_http import HttpPlaybookCatalog
 from precedent.adapters.catalog_local import LocalPlaybookCatalog
 from precedent.core.playbooks import PlaybookQuery
@@ -77,7 +78,7 @@ def selector(
     deadline: float,
 ) -> PlaybookSelector:
     return PlaybookSelector(
-        primary,
+        CachingCatalog(primary, clock=clock, metrics=metrics),
         fallback=fallback,
         min_confidence=0.5,
         metrics=metrics,

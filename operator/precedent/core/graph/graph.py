@@ -186,16 +186,6 @@ class DependencyGraph:
         return len(self._workloads)
 
     @property
-    def outgoing_map(self) -> Mapping[NodeKey, Mapping[NodeKey, Edge]]:
-        """Every node's outgoing edges (read-only view for walks)."""
-        return self._out
-
-    @property
-    def incoming_map(self) -> Mapping[NodeKey, Mapping[NodeKey, Edge]]:
-        """Every node's incoming edges (read-only view for walks)."""
-        return self._in
-
-    @property
     def outgoing_ids(self) -> Mapping[int, Mapping[int, float]]:
         """Every node's outgoing edges on node ids (:meth:`node_id`): target id → confidence."""
         return self._out_ids
@@ -307,14 +297,6 @@ class DependencyGraph:
         if self._critical_ids_cache is None:
             self._critical_ids_cache = frozenset(self.node_id(k) for k in self.critical_keys())
         return self._critical_ids_cache
-
-    def declared_critical(self, key: NodeKey) -> bool:
-        """Whether the node's own annotations say ``precedent.dev/tier: critical``."""
-        for store in (self._workloads, self._services, self._ingresses):
-            node = store.get(key)
-            if node is not None:
-                return node.critical
-        return False
 
     def pdbs_protecting(self, key: NodeKey) -> list[str]:
         """Names of the PodDisruptionBudgets whose selector matches a workload's pods, with

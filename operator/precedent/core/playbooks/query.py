@@ -206,10 +206,15 @@ class CatalogAnswer:
     """Incident types read from the request's text when it states none (in-process only)."""
     held_back: tuple[ScoredPlaybook, ...] = ()
     """Playbooks that scored above the pick but were held back, best first (in-process only)."""
+    cached_age: float | None = None
+    """Seconds since a cache stored this answer (None: the catalog answered this query now)."""
+    stale_because: str | None = None
+    """Why the catalog could not answer now: this is its last good answer, however old."""
 
 
 class PlaybookCatalog(Protocol):
-    """The catalog port: answers a playbook query. Adapters: in-process and HTTP."""
+    """The catalog port: answers a playbook query within a time budget. Adapters: in-process,
+    HTTP, and a cache in front of either."""
 
     @property
     def kind(self) -> str:
@@ -221,6 +226,12 @@ class PlaybookCatalog(Protocol):
         """What to call this catalog in rationales and logs."""
         ...
 
-    async def search(self, query: PlaybookQuery) -> CatalogAnswer:
-        """Scored, qualifying playbooks; raises ``CatalogUnavailable`` when it cannot answer."""
+    async def search(self, query: PlaybookQuery, *, budget: float | None = None) -> CatalogAnswer:
+        """Scored, qualifying playbooks within ``budget`` seconds (None: the catalog's own
+        bounds; an in-process catalog answers at once); raises ``CatalogUnavailable`` when it
+        cannot answer."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release what the catalog holds (connections); nothing for an in-process one."""
         ...
