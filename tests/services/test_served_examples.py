@@ -24,7 +24,7 @@ from precedent.metrics import Metrics
 from precedent.services import OutcomeService
 from precedent.services.outcomes import RequestRef
 from precedent.settings import Settings
-from precedent.wiring import build_outcomes, build_service
+from precedent.wiring import build_service
 from precedent_sandbox import SandboxThread
 
 CRDS = Path(__file__).resolve().parents[2] / "crds"
@@ -120,17 +120,18 @@ def test_successful_outcomes_become_examples_of_the_playbook_embedded_once(
     sandbox: SandboxThread,
 ) -> None:
     settings = Settings(history_path="", catalog="")
-    service = build_service(settings, mode="rules", follows_cluster=True)
-    catalog = service.catalog
+    api = KubeApi(ApiConnection(server=sandbox.url))
+    engine = build_service(settings, mode="rules", follows_cluster=True, cluster=api)
+    catalog = engine.assessor.catalog
     assert catalog is not None
     embedder = CountingEmbedder(catalog._index.embedder)
     catalog._index.embedder = embedder
-    api = KubeApi(ApiConnection(server=sandbox.url))
-    svc = build_outcomes(settings.catalog, service, cluster=api)
+    svc = engine.outcomes
+    assert svc is not None
     svc.metrics = Metrics(CollectorRegistry())
     for name, spec in (("rolling-restart", RESTART), ("scale-out", SCALE)):
-        svc.playbook_changed(service.upsert_playbook(name, spec))
-    query = service.normalise(request(ASKED, "succeeded", NOW)).query
+        engine.objects.upsert_playbook(name, spec)  # the ledger hears of it
+    query = engine.assessor.normalise(request(ASKED, "succeeded", NOW)).query
 
     def restart_semantic() -> float:
         answer = catalog.search_sync(PlaybookQuery.create(query.text, min_confidence=0.0))
@@ -186,9 +187,11 @@ def test_successful_outcomes_become_examples_of_the_playbook_embedded_once(
 
 def test_examples_are_bounded_and_the_most_recent_are_kept(sandbox: SandboxThread) -> None:
     settings = Settings(history_path="", catalog="")
-    service = build_service(settings, mode="rules", follows_cluster=True)
-    svc = build_outcomes(settings.catalog, service)
-    svc.playbook_changed(service.upsert_playbook("rolling-restart", RESTART))
+    engine = build_service(settings, mode="rules", follows_cluster=True)
+    svc = engine.outcomes
+    assert svc is not None
+    engine.objects.upsert_playbook("rolling-restart", RESTART)
+    service = engine.assessor
     for i in range(MAX_SERVED_EXAMPLES + 4):
         spec = request(f"ledger-api request {i}", "succeeded", NOW + timedelta(minutes=i))
         status = {"outcome": {"result": "succeeded", "handledAt": "2026-03-02T12:00:00Z"}}
