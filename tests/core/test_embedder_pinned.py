@@ -289,12 +289,17 @@ def test_a_match_holds_no_more_spaces_than_its_concepts_reach() -> None:
         (r"scale[\s_-]?(?:down|in)\b", 1),
         (r"drain\w*", 0),
         (r"a\s*b|c\s+d\s+e", 2),
-        (r"[^\sx]y", 1),  # a negated set is counted as taking a space
+        (r"y[^\sx]y", 1),  # a negated set is counted as taking a space
         (r"[^x]y", None),  # one character but any: not known
         (r"a[\sb]{0,3}c", 3),  # a set that takes letters too: spaces apart
         (r"a[\sb]*c", None),
         (r"(?:\s+\w+)+", None),  # no bound: the whole text is scanned
         (r"(a)\s+\1", None),  # a construct the bound does not know
+        (r"\s+foo", None),  # may begin with a space: a window would lose it
+        (r"\bfoo\w*\s*", None),  # may end with one
+        (r"(?:a|\s)?\bfoo", None),
+        (r"(?:\s*a)+foo", None),
+        (r"\b(?:a\s*)?foo(?:\s*b)?", 2),
     ],
 )
 def test_the_reach_of_a_pattern(pattern: str, spaces: int | None) -> None:
@@ -303,16 +308,14 @@ def test_the_reach_of_a_pattern(pattern: str, spaces: int | None) -> None:
 
 def test_windows_merge_when_they_overlap_or_touch() -> None:
     words = [f"w{i}" for i in range(40)]
-    flat = " ".join(words)
 
     def spans(at: list[int], reach: int | None) -> list[str]:
-        return vocabulary._windows(flat, words, at, reach)
+        return vocabulary._windows(words, at, reach)
 
     assert spans([10, 30], 2) == ["w8 w9 w10 w11 w12", "w28 w29 w30 w31 w32"]
     assert spans([10, 15], 2) == [" ".join(words[8:18])]  # touching: one window
     assert spans([10, 16], 2) == [" ".join(words[8:13]), " ".join(words[14:19])]
     assert spans([10, 12, 12, 13], 1) == [" ".join(words[9:15])]  # repeated and overlapping
     assert spans([0, 39], 3) == [" ".join(words[:4]), " ".join(words[36:])]  # the edges
-    assert spans([5], None) == [flat]
-    # The whole text, spaces and all, when the windows cover every word.
-    assert vocabulary._windows(" a b c d ", ["a", "b", "c", "d"], [1], 2) == [" a b c d "]
+    assert spans([5], None) == [" ".join(words)]
+    assert spans([1, 3], 2) == [" ".join(words[:6])]

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from precedent.core.vocabulary import ACTION_CONCEPTS, concepts
+from precedent.core.vocabulary import ACTION_CONCEPTS, word_concepts
 
 __all__ = [
     "STOPWORDS",
@@ -127,6 +127,27 @@ class _Hashes(dict[str, int]):
         return found
 
 
+class _Grams(dict[str, tuple[str, ...]]):
+    """Word → its character n-grams (``<word>`` padded; by length, then position). A word
+    not here is split on the lookup and kept while there are fewer than 100,000."""
+
+    def __init__(self, low: int, high: int) -> None:
+        super().__init__()
+        self._low, self._high = low, high
+
+    def __missing__(self, word: str) -> tuple[str, ...]:
+        padded = f"<{word}>"
+        size = len(padded)
+        found = tuple(
+            padded[i : i + n]
+            for n in range(self._low, min(self._high, size) + 1)
+            for i in range(size - n + 1)
+        )
+        if len(self) < 100_000:
+            self[word] = found
+        return found
+
+
 # Texts embedded together: their blocks are (texts × dimension) float64 arrays.
 _BATCH = 256
 
@@ -172,7 +193,7 @@ class LexicalEmbedder:
         # Token → crc32; the history's vocabulary is small, so this cache stays small.
         self._hashes = _Hashes()
         # Word → its character n-grams in order (a tenth of the bound): words repeat.
-        self._grams: dict[str, tuple[str, ...]] = {}
+        self._grams = _Grams(lo, hi)
         # Texts' features kept while ``remembering`` (one batch of incidents).
         self._memo: dict[tuple[str, bool], tuple[Counter[str], Counter[str]]] | None = None
 
@@ -218,19 +239,6 @@ class LexicalEmbedder:
         )  # int64 when no features
         return out
 
-    def _char_grams(self, word: str) -> tuple[str, ...]:
-        found = self._grams.get(word)
-        if found is None:
-            lo, hi = self._ngrams
-            padded = f"<{word}>"
-            size = len(padded)
-            found = tuple(
-                padded[i : i + n] for n in range(lo, min(hi, size) + 1) for i in range(size - n + 1)
-            )
-            if len(self._grams) < 100_000:
-                self._grams[word] = found
-        return found
-
     @contextlib.contextmanager
     def remembering(self) -> Iterator[None]:
         """Within the block, a text's features are computed once (an incident's vector and its
@@ -253,16 +261,19 @@ class LexicalEmbedder:
     def _compute_features(
         self, text: str, vocabulary: bool = True
     ) -> tuple[Counter[str], Counter[str]]:
-        words = tokenize(text)
+        every = _WORD.findall(text.lower())
+        words = [w for w in every if w not in STOPWORDS]  # ``tokenize(text)``
         # Words, then bigrams, then concepts, each in first-occurrence order, counted at once.
         parts: list[Iterable[str]] = [words]
         if self._bigram_weight > 0:
             parts.append(map(" ".join, itertools.pairwise(words)))
         if vocabulary and self._vocabulary:
-            parts.append(concepts(text))
+            parts.append(word_concepts(every))  # ``concepts(text)``
         word_feats: Counter[str] = Counter(itertools.chain.from_iterable(parts))
         # Counted in the order the n-grams occur, word by word, as the vectors were defined.
-        chars: Counter[str] = Counter(itertools.chain.from_iterable(map(self._char_grams, words)))
+        chars: Counter[str] = Counter(
+            itertools.chain.from_iterable(map(self._grams.__getitem__, words))
+        )
         return word_feats, chars
 
     def feature_keys(self, text: str, frequencies: DocumentFrequencies) -> npt.NDArray[np.int64]:
@@ -530,9 +541,10 @@ class Bm25Match:
             self._total += int(length)
 
     def _terms(self, text: str) -> Counter[str]:
-        counts = Counter(tokenize(text))
+        every = _WORD.findall(text.lower())
+        counts = Counter([w for w in every if w not in STOPWORDS])  # ``tokenize(text)``
         if self._vocabulary:
-            counts.update(concepts(text, only=ACTION_CONCEPTS))
+            counts.update(word_concepts(every, only=ACTION_CONCEPTS))
         return counts
 
     def add(self, doc_id: str, text: str, fingerprint: str = "") -> None:

@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["ACTION_CONCEPTS", "CONCEPTS", "TRIGGERS", "concepts"]
+__all__ = ["ACTION_CONCEPTS", "CONCEPTS", "TRIGGERS", "concepts", "word_concepts"]
 
 _GAP = r"(?:\s+\w+){0,3}?\s+"  # up to three words between a verb and its object
 
@@ -324,11 +324,54 @@ def _separator_only(items: Any) -> bool:
     return False
 
 
+def _nullable(items: Any) -> bool:
+    """Whether the parsed sequence ``items`` can match the empty string (True if unsure)."""
+    constants = importlib.import_module("re._constants")
+    for op, arg in items:
+        if op in (constants.LITERAL, constants.IN, constants.CATEGORY, constants.NOT_LITERAL):
+            return False
+        if op is constants.SUBPATTERN and not _nullable(arg[-1]):
+            return False
+        if op is constants.BRANCH and not any(_nullable(b) for b in arg[1]):
+            return False
+        repeated = op in (constants.MAX_REPEAT, constants.MIN_REPEAT)
+        if repeated and arg[0] >= 1 and not _nullable(arg[2]):
+            return False
+    return True
+
+
+def _edge_space(items: Any, last: bool = False) -> bool:
+    """Whether a match of ``items`` can begin (``last``: end) with a space (True if unsure)."""
+    constants = importlib.import_module("re._constants")
+    for item in reversed(items) if last else items:
+        op, arg = item
+        if op is constants.AT:
+            continue
+        if op is constants.SUBPATTERN:
+            found = _edge_space(arg[-1], last)
+        elif op is constants.BRANCH:
+            found = any(_edge_space(b, last) for b in arg[1])
+        elif op in (constants.MAX_REPEAT, constants.MIN_REPEAT):
+            found = _edge_space(arg[2], last)
+        else:
+            spaces = _spaces([item])
+            found = spaces is None or spaces > 0
+        if found:
+            return True
+        if not _nullable([item]):
+            return False
+    return False
+
+
 def _reach(pattern: re.Pattern[str]) -> int | None:
     """How many words on either side of a word holding a trigger a match can reach (the
-    most spaces one match can hold); None: unbounded, the whole text is scanned."""
+    most spaces one match can hold); None: the whole text is scanned (no bound, or a match
+    may begin or end with a space, which a window cut at its words would lose)."""
     parser = importlib.import_module("re._parser")
-    return _spaces(list(parser.parse(pattern.pattern)))
+    parsed = list(parser.parse(pattern.pattern))
+    if _edge_space(parsed) or _edge_space(parsed, last=True):
+        return None
+    return _spaces(parsed)
 
 
 _REACH: tuple[int | None, ...] = tuple(_reach(pattern) for _, _, pattern, _ in _MATCHERS)
@@ -375,7 +418,7 @@ def _only_bits(only: frozenset[str]) -> int:
     return found
 
 
-_SEPARATORS = re.compile(r"[^a-z0-9]+")
+_WORD = re.compile(r"[a-z0-9]+")
 
 
 ACTION_CONCEPTS: frozenset[str] = frozenset(
@@ -397,18 +440,23 @@ ACTION_CONCEPTS: frozenset[str] = frozenset(
 
 def concepts(text: str, *, only: frozenset[str] | None = None) -> list[str]:
     """Concept features of ``text``: ``~name`` once per phrase occurrence, in concept order
-    (``only``: just these concepts).
+    (``only``: just these concepts)."""
+    return word_concepts(_WORD.findall(text.lower()), only=only)
+
+
+def word_concepts(words: list[str], *, only: frozenset[str] | None = None) -> list[str]:
+    """``concepts`` of a text whose lower-case words (``[a-z0-9]+``, in order, stopwords
+    kept) are ``words``.
 
     The counts are those of one ``findall`` of each concept's pattern over the flattened text
-    (words between single spaces). Every match holds one of the concept's triggers inside a
-    word and at most ``reach`` spaces, so it lies within ``reach`` words of a word holding a
-    trigger: the pattern is run only on those windows, overlapping ones merged. A match
-    touches no character outside its window, ``\\b`` sees a space or an end at a window's
-    edges either way, and no match crosses from one merged window into the next, so each
-    window's matches are the whole text's matches there.
+    (the words between single spaces; separators at its ends change nothing, as no match
+    holds one). Every match holds one of the concept's triggers inside a word and at most
+    ``reach`` spaces, so it lies within ``reach`` words of a word holding a trigger: the
+    pattern is run only on those windows, overlapping ones merged. A match touches no
+    character outside its window, ``\\b`` sees a space or an end at a window's edges either
+    way, and no match crosses from one merged window into the next, so each window's matches
+    are the whole text's matches there.
     """
-    flat = _SEPARATORS.sub(" ", text.lower())
-    words = flat.split()
     # The words holding each candidate concept's triggers (most words hold none).
     held = list(map(_WORD_CONCEPTS.__getitem__, words))
     where: dict[int, list[int]] = {}
@@ -427,7 +475,7 @@ def concepts(text: str, *, only: frozenset[str] | None = None) -> list[str]:
         _, feature, pattern, bit = _MATCHERS[position]
         if not allowed & bit:
             continue
-        windows = _windows(flat, words, where[position], _REACH[position])
+        windows = _windows(words, where[position], _REACH[position])
         counts = _WINDOW_COUNTS[position]
         hits = 0
         for window in windows:
@@ -442,12 +490,12 @@ def concepts(text: str, *, only: frozenset[str] | None = None) -> list[str]:
     return features
 
 
-def _windows(flat: str, words: list[str], at: list[int], reach: int | None) -> list[str]:
-    """The stretches of ``flat`` (its ``words`` between single spaces) within ``reach`` words
-    of the words at ``at`` (ascending), overlapping or touching stretches merged; ``[flat]``
-    when they cover every word or ``reach`` is None."""
+def _windows(words: list[str], at: list[int], reach: int | None) -> list[str]:
+    """The stretches of the flattened text (``words`` between single spaces) within ``reach``
+    words of the words at ``at`` (ascending), overlapping or touching stretches merged; the
+    whole text when they cover every word or ``reach`` is None."""
     if reach is None:
-        return [flat]
+        return [" ".join(words)]
     stretches: list[tuple[int, int]] = []
     start, end = at[0] - reach, at[0] + reach
     for index in at[1:]:
@@ -455,7 +503,5 @@ def _windows(flat: str, words: list[str], at: list[int], reach: int | None) -> l
             stretches.append((start, end))
             start = index - reach
         end = index + reach
-    if not stretches and start <= 0 and end >= len(words) - 1:
-        return [flat]
     stretches.append((start, end))
     return [" ".join(words[max(a, 0) : b + 1]) for a, b in stretches]
