@@ -319,3 +319,28 @@ def test_windows_merge_when_they_overlap_or_touch() -> None:
     assert spans([0, 39], 3) == [" ".join(words[:4]), " ".join(words[36:])]  # the edges
     assert spans([5], None) == [" ".join(words)]
     assert spans([1, 3], 2) == [" ".join(words[:6])]
+
+
+def test_the_n_gram_tables_start_again_when_full(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Past their bound the n-gram numbers start again between calls (and the features kept
+    # while remembering go with them): the vectors and keys stay the pinned ones.
+    from precedent.core import embedding
+
+    monkeypatch.setattr(embedding._Grams, "limit", 300)
+    incidents = load_incidents([DATA / "incidents"])
+    embedder = LexicalEmbedder()
+    first = embedder._grams
+    frequencies = DocumentFrequencies()
+    with embedder.remembering():
+        keys = [embedder.feature_keys(incident_text(i), frequencies) for i in incidents]
+        vectors = np.concatenate(
+            [embed_incidents(embedder, incidents[i : i + 7]) for i in range(0, len(incidents), 7)]
+        )
+    assert embedder._grams is not first
+    assert _digest(vectors) == PINNED["incidents"]
+    assert _digest(np.concatenate(keys)) == PINNED["feature-keys"]
+    for k in keys:
+        frequencies.add(k)
+    _, _, requests = _texts()
+    queries = np.concatenate([embedder.embed_queries([r], frequencies) for r in requests])
+    assert _digest(queries) == PINNED["queries"]

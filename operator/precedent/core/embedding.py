@@ -127,25 +127,43 @@ class _Hashes(dict[str, int]):
         return found
 
 
-class _Grams(dict[str, tuple[str, ...]]):
-    """Word → its character n-grams (``<word>`` padded; by length, then position). A word
-    not here is split on the lookup and kept while there are fewer than 100,000."""
+class _Grams(dict[str, tuple[int, ...]]):
+    """Word → the numbers of its character n-grams (``<word>`` padded; by length, then
+    position). Each distinct n-gram gets its own number, in the order first seen, and its
+    crc32 goes to ``hashes`` at that index: a text's n-grams are counted as numbers (one to
+    one with the strings, so the same counts in the same order) and hashed by one take. A
+    word not here is split on the lookup."""
+
+    limit = 500_000
 
     def __init__(self, low: int, high: int) -> None:
         super().__init__()
         self._low, self._high = low, high
+        self.numbers: dict[str, int] = {}
+        self.hashes = np.zeros(1024, dtype=np.int64)
 
-    def __missing__(self, word: str) -> tuple[str, ...]:
+    def __missing__(self, word: str) -> tuple[int, ...]:
         padded = f"<{word}>"
         size = len(padded)
-        found = tuple(
-            padded[i : i + n]
-            for n in range(self._low, min(self._high, size) + 1)
-            for i in range(size - n + 1)
-        )
-        if len(self) < 100_000:
-            self[word] = found
-        return found
+        numbers = self.numbers
+        found = []
+        for n in range(self._low, min(self._high, size) + 1):
+            for i in range(size - n + 1):
+                gram = padded[i : i + n]
+                number = numbers.get(gram)
+                if number is None:
+                    number = numbers[gram] = len(numbers)
+                    if number >= len(self.hashes):
+                        self.hashes = np.concatenate([self.hashes, np.zeros_like(self.hashes)])
+                    self.hashes[number] = zlib.crc32(gram.encode())
+                found.append(number)
+        numbered = self[word] = tuple(found)
+        return numbered
+
+    def full(self) -> bool:
+        """Whether the tables have grown past their bound (half a million n-grams): the
+        caller starts new ones between texts, when no number is held."""
+        return len(self.numbers) >= self.limit
 
 
 # Texts embedded together: their blocks are (texts × dimension) float64 arrays.
@@ -192,10 +210,10 @@ class LexicalEmbedder:
         self._vocabulary = vocabulary
         # Token → crc32; the history's vocabulary is small, so this cache stays small.
         self._hashes = _Hashes()
-        # Word → its character n-grams in order (a tenth of the bound): words repeat.
+        # Word → its character n-grams' numbers in order: words repeat.
         self._grams = _Grams(lo, hi)
         # Texts' features kept while ``remembering`` (one batch of incidents).
-        self._memo: dict[tuple[str, bool], tuple[Counter[str], Counter[str]]] | None = None
+        self._memo: dict[tuple[str, bool], tuple[Counter[str], Counter[int]]] | None = None
 
     @property
     def name(self) -> str:
@@ -212,15 +230,15 @@ class LexicalEmbedder:
 
     def _blocks(
         self,
-        features: list[str],
+        hashes: npt.NDArray[np.int64],
         counts: list[int],
         lengths: list[int],
         frequencies: DocumentFrequencies | None,
     ) -> npt.NDArray[np.float64]:
         """One block (words or character n-grams) for each of ``len(lengths)`` texts: row
-        ``r`` sums the signed weights of the next ``lengths[r]`` features into their buckets."""
+        ``r`` sums the signed weights of the next ``lengths[r]`` features (their ``hashes``)
+        into their buckets."""
         rows, dimension = len(lengths), self._dimension
-        hashes = self._hash_all(features)
         weights = 1.0 + np.log(np.fromiter(counts, dtype=np.float64, count=len(counts)))
         if frequencies is not None:
             weights *= frequencies.idf(hashes & frequencies.mask)
@@ -239,6 +257,22 @@ class LexicalEmbedder:
         )  # int64 when no features
         return out
 
+    def _gram_hashes(self, numbers: Iterable[int], count: int) -> npt.NDArray[np.int64]:
+        """The crc32 of the n-grams with these numbers."""
+        taken: npt.NDArray[np.int64] = self._grams.hashes[
+            np.fromiter(numbers, dtype=np.int64, count=count)
+        ]
+        return taken
+
+    def _renew(self) -> None:
+        """New n-gram tables when they are full (before a call computes any feature; the
+        texts' features kept while ``remembering`` hold numbers, so they go too)."""
+        if self._grams.full():
+            lo, hi = self._ngrams
+            self._grams = _Grams(lo, hi)
+            if self._memo is not None:
+                self._memo.clear()
+
     @contextlib.contextmanager
     def remembering(self) -> Iterator[None]:
         """Within the block, a text's features are computed once (an incident's vector and its
@@ -249,7 +283,7 @@ class LexicalEmbedder:
         finally:
             self._memo = None
 
-    def _features(self, text: str, vocabulary: bool = True) -> tuple[Counter[str], Counter[str]]:
+    def _features(self, text: str, vocabulary: bool = True) -> tuple[Counter[str], Counter[int]]:
         memo = self._memo
         if memo is None:
             return self._compute_features(text, vocabulary)
@@ -260,7 +294,9 @@ class LexicalEmbedder:
 
     def _compute_features(
         self, text: str, vocabulary: bool = True
-    ) -> tuple[Counter[str], Counter[str]]:
+    ) -> tuple[Counter[str], Counter[int]]:
+        """A text's word features (words, bigrams, concepts) and its character n-grams (by
+        number, ``_Grams``), each counted in first-occurrence order."""
         every = _WORD.findall(text.lower())
         words = [w for w in every if w not in STOPWORDS]  # ``tokenize(text)``
         # Words, then bigrams, then concepts, each in first-occurrence order, counted at once.
@@ -271,15 +307,18 @@ class LexicalEmbedder:
             parts.append(word_concepts(every))  # ``concepts(text)``
         word_feats: Counter[str] = Counter(itertools.chain.from_iterable(parts))
         # Counted in the order the n-grams occur, word by word, as the vectors were defined.
-        chars: Counter[str] = Counter(
+        chars: Counter[int] = Counter(
             itertools.chain.from_iterable(map(self._grams.__getitem__, words))
         )
         return word_feats, chars
 
     def feature_keys(self, text: str, frequencies: DocumentFrequencies) -> npt.NDArray[np.int64]:
         """The distinct counter indices of ``text``'s features, for ``DocumentFrequencies``."""
+        self._renew()
         word_feats, chars = self._features(text)
-        hashes = self._hash_all([*word_feats, *chars])
+        hashes = np.concatenate(
+            [self._hash_all(list(word_feats)), self._gram_hashes(chars, len(chars))]
+        )
         return np.unique(hashes & frequencies.mask)
 
     def _embed_many(
@@ -288,6 +327,7 @@ class LexicalEmbedder:
         frequencies: DocumentFrequencies | None,
         vocabulary: bool = True,
     ) -> FloatMatrix:
+        self._renew()
         if len(texts) == 1:  # one request's query: no batch arrays to set up
             return self._embed_single(texts[0], frequencies, vocabulary)[None, :]
         out = np.zeros((len(texts), self._dimension), dtype=np.float32)
@@ -302,10 +342,13 @@ class LexicalEmbedder:
         """``_embed_batch`` for one text with one-dimensional arrays: the same operations."""
         word_feats, chars = self._features(text, vocabulary)
         vec = np.zeros(self._dimension, dtype=np.float64)
-        for weight, counts in ((self._word_weight, word_feats), (1.0 - self._word_weight, chars)):
+        for weight, counts, hashes in (
+            (self._word_weight, word_feats, self._hash_all(list(word_feats))),
+            (1.0 - self._word_weight, chars, self._gram_hashes(chars, len(chars))),
+        ):
             if not counts:
                 continue
-            block = self._blocks(list(counts), list(counts.values()), [len(counts)], frequencies)[0]
+            block = self._blocks(hashes, list(counts.values()), [len(counts)], frequencies)[0]
             norm = np.linalg.norm(block)
             if norm > 0:
                 vec += weight * block / norm
@@ -323,7 +366,7 @@ class LexicalEmbedder:
         word_features: list[str] = []
         word_counts: list[int] = []
         word_lengths: list[int] = []
-        char_features: list[str] = []
+        char_features: list[int] = []
         char_counts: list[int] = []
         char_lengths: list[int] = []
         for text in texts:
@@ -338,11 +381,16 @@ class LexicalEmbedder:
         for weight, block in (
             (
                 self._word_weight,
-                self._blocks(word_features, word_counts, word_lengths, frequencies),
+                self._blocks(self._hash_all(word_features), word_counts, word_lengths, frequencies),
             ),
             (
                 1.0 - self._word_weight,
-                self._blocks(char_features, char_counts, char_lengths, frequencies),
+                self._blocks(
+                    self._gram_hashes(char_features, len(char_features)),
+                    char_counts,
+                    char_lengths,
+                    frequencies,
+                ),
             ),
         ):
             norms = _norms(block)
