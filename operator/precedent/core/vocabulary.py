@@ -475,7 +475,11 @@ def word_concepts(words: list[str], *, only: frozenset[str] | None = None) -> li
         _, feature, pattern, bit = _MATCHERS[position]
         if not allowed & bit:
             continue
-        windows = _windows(words, where[position], _REACH[position])
+        at, reach = where[position], _REACH[position]
+        if len(at) == 1 and reach is not None:  # one word holds the triggers: one window
+            windows = [" ".join(words[max(at[0] - reach, 0) : at[0] + reach + 1])]
+        else:
+            windows = _windows(words, at, reach)
         counts = _WINDOW_COUNTS[position]
         hits = 0
         for window in windows:
