@@ -348,14 +348,32 @@ class LexicalEmbedder:
         ):
             if not counts:
                 continue
-            block = self._blocks(hashes, list(counts.values()), [len(counts)], frequencies)[0]
-            norm = np.linalg.norm(block)
+            block = self._block(hashes, counts.values(), frequencies)
+            norm = np.sqrt(block.dot(block))  # ``np.linalg.norm(block)``, as it computes it
             if norm > 0:
                 vec += weight * block / norm
-        norm = np.linalg.norm(vec)
+        norm = np.sqrt(vec.dot(vec))
         if norm > 0:
             vec /= norm
         return vec.astype(np.float32)
+
+    def _block(
+        self,
+        hashes: npt.NDArray[np.int64],
+        counts: Iterable[int],
+        frequencies: DocumentFrequencies | None,
+    ) -> npt.NDArray[np.float64]:
+        """``_blocks`` for one text (its row's offset is 0): the same operations."""
+        weights = 1.0 + np.log(np.fromiter(counts, dtype=np.float64, count=len(hashes)))
+        if frequencies is not None:
+            weights *= frequencies.idf(hashes & frequencies.mask)
+        signs = 1.0 - 2.0 * (hashes >> 31)
+        dimension = self._dimension
+        buckets = hashes & (dimension - 1) if self._power_of_two else hashes % dimension
+        out: npt.NDArray[np.float64] = np.bincount(
+            buckets, weights=signs * weights, minlength=dimension
+        ).astype(np.float64, copy=False)
+        return out
 
     def _embed_batch(
         self, texts: Sequence[str], frequencies: DocumentFrequencies | None, vocabulary: bool
