@@ -341,6 +341,14 @@ def test_the_n_gram_tables_start_again_when_full(monkeypatch: pytest.MonkeyPatch
     assert _digest(np.concatenate(keys)) == PINNED["feature-keys"]
     for k in keys:
         frequencies.add(k)
-    _, _, requests = _texts()
+    texts, _, requests = _texts()
     queries = np.concatenate([embedder.embed_queries([r], frequencies) for r in requests])
     assert _digest(queries) == PINNED["queries"]
+    # One call of more texts than a batch starts again between its batches.
+    before = embedder._grams
+    documents = embedder.embed_documents(texts * 3)
+    assert embedder._grams is not before
+    assert _digest(documents[: len(texts)]) == PINNED["documents"]
+    assert (
+        documents[len(texts) :].tobytes() == np.concatenate([documents[: len(texts)]] * 2).tobytes()
+    )

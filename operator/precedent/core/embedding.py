@@ -132,7 +132,7 @@ class _Grams(dict[str, tuple[int, ...]]):
     position). Each distinct n-gram gets its own number, in the order first seen, and its
     crc32 goes to ``hashes`` at that index: a text's n-grams are counted as numbers (one to
     one with the strings, so the same counts in the same order) and hashed by one take. A
-    word not here is split on the lookup."""
+    word not here is split on the lookup and kept while there are fewer than 100,000."""
 
     limit = 500_000
 
@@ -157,7 +157,9 @@ class _Grams(dict[str, tuple[int, ...]]):
                         self.hashes = np.concatenate([self.hashes, np.zeros_like(self.hashes)])
                     self.hashes[number] = zlib.crc32(gram.encode())
                 found.append(number)
-        numbered = self[word] = tuple(found)
+        numbered = tuple(found)
+        if len(self) < 100_000:
+            self[word] = numbered
         return numbered
 
     def full(self) -> bool:
@@ -327,11 +329,12 @@ class LexicalEmbedder:
         frequencies: DocumentFrequencies | None,
         vocabulary: bool = True,
     ) -> FloatMatrix:
-        self._renew()
         if len(texts) == 1:  # one request's query: no batch arrays to set up
+            self._renew()
             return self._embed_single(texts[0], frequencies, vocabulary)[None, :]
         out = np.zeros((len(texts), self._dimension), dtype=np.float32)
         for start in range(0, len(texts), _BATCH):
+            self._renew()
             chunk = texts[start : start + _BATCH]
             out[start : start + len(chunk)] = self._embed_batch(chunk, frequencies, vocabulary)
         return out
