@@ -352,3 +352,41 @@ def test_the_n_gram_tables_start_again_when_full(monkeypatch: pytest.MonkeyPatch
     assert (
         documents[len(texts) :].tobytes() == np.concatenate([documents[: len(texts)]] * 2).tobytes()
     )
+
+
+def test_threads_sharing_an_embedder_get_the_vectors_of_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The n-gram numbers are given one thread at a time, and a batch hashes with the table it
+    # counted with, even while another thread starts a new one (a small bound: often).
+    import sys
+    import threading
+
+    from precedent.core import embedding
+
+    monkeypatch.setattr(embedding._Grams, "limit", 500)
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch often
+    try:
+        texts, playbooks, requests = _texts()
+        work = [texts[i : i + 9] for i in range(0, len(texts), 9)] + [[r] for r in requests]
+        work += [playbooks[i : i + 5] for i in range(0, len(playbooks), 5)]
+        expected = [LexicalEmbedder().embed_documents(chunk).tobytes() for chunk in work]
+        shared = LexicalEmbedder()
+        wrong: list[int] = []
+
+        def run(offset: int) -> None:
+            for round_ in range(3):
+                for i in range(len(work)):
+                    at = (i + offset * 7 + round_) % len(work)
+                    if shared.embed_documents(work[at]).tobytes() != expected[at]:
+                        wrong.append(at)
+
+        threads = [threading.Thread(target=run, args=(n,)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(previous)
+    assert not wrong

@@ -17,6 +17,7 @@ import itertools
 import math
 import re
 import sys
+import threading
 import zlib
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -141,8 +142,18 @@ class _Grams(dict[str, tuple[int, ...]]):
         self._low, self._high = low, high
         self.numbers: dict[str, int] = {}
         self.hashes = np.zeros(1024, dtype=np.int64)
+        # Numbering is one thread at a time; a word is published (``self[word]``) after its
+        # n-grams' hashes are written, so a reader never sees a number without its hash.
+        self._lock = threading.Lock()
 
     def __missing__(self, word: str) -> tuple[int, ...]:
+        with self._lock:
+            return self._number(word)
+
+    def _number(self, word: str) -> tuple[int, ...]:
+        known = self.get(word)
+        if known is not None:  # numbered by another thread meanwhile
+            return known
         padded = f"<{word}>"
         size = len(padded)
         numbers = self.numbers
@@ -215,7 +226,7 @@ class LexicalEmbedder:
         # Word → its character n-grams' numbers in order: words repeat.
         self._grams = _Grams(lo, hi)
         # Texts' features kept while ``remembering`` (one batch of incidents).
-        self._memo: dict[tuple[str, bool], tuple[Counter[str], Counter[int]]] | None = None
+        self._memo: dict[tuple[str, bool], tuple[_Grams, Counter[str], Counter[int]]] | None = None
 
     @property
     def name(self) -> str:
@@ -259,21 +270,25 @@ class LexicalEmbedder:
         )  # int64 when no features
         return out
 
-    def _gram_hashes(self, numbers: Iterable[int], count: int) -> npt.NDArray[np.int64]:
-        """The crc32 of the n-grams with these numbers."""
-        taken: npt.NDArray[np.int64] = self._grams.hashes[
+    def _gram_hashes(
+        self, grams: _Grams, numbers: Iterable[int], count: int
+    ) -> npt.NDArray[np.int64]:
+        """The crc32 of the n-grams with these numbers in ``grams``."""
+        taken: npt.NDArray[np.int64] = grams.hashes[
             np.fromiter(numbers, dtype=np.int64, count=count)
         ]
         return taken
 
-    def _renew(self) -> None:
-        """New n-gram tables when they are full (before a call computes any feature; the
-        texts' features kept while ``remembering`` hold numbers, so they go too)."""
-        if self._grams.full():
+    def _table(self) -> _Grams:
+        """The n-gram table a batch uses from its features to its hashes (another thread
+        may start a new one meanwhile); a new one when it is full."""
+        grams = self._grams
+        if grams.full():
             lo, hi = self._ngrams
-            self._grams = _Grams(lo, hi)
+            grams = self._grams = _Grams(lo, hi)
             if self._memo is not None:
-                self._memo.clear()
+                self._memo.clear()  # their numbers are the old table's
+        return grams
 
     @contextlib.contextmanager
     def remembering(self) -> Iterator[None]:
@@ -285,20 +300,24 @@ class LexicalEmbedder:
         finally:
             self._memo = None
 
-    def _features(self, text: str, vocabulary: bool = True) -> tuple[Counter[str], Counter[int]]:
+    def _features(
+        self, text: str, vocabulary: bool, grams: _Grams
+    ) -> tuple[Counter[str], Counter[int]]:
         memo = self._memo
         if memo is None:
-            return self._compute_features(text, vocabulary)
+            return self._compute_features(text, vocabulary, grams)
         found = memo.get((text, vocabulary))
-        if found is None:
-            found = memo[(text, vocabulary)] = self._compute_features(text, vocabulary)
-        return found
+        if found is None or found[0] is not grams:
+            words, chars = self._compute_features(text, vocabulary, grams)
+            memo[(text, vocabulary)] = (grams, words, chars)
+            return words, chars
+        return found[1], found[2]
 
     def _compute_features(
-        self, text: str, vocabulary: bool = True
+        self, text: str, vocabulary: bool, grams: _Grams
     ) -> tuple[Counter[str], Counter[int]]:
         """A text's word features (words, bigrams, concepts) and its character n-grams (by
-        number, ``_Grams``), each counted in first-occurrence order."""
+        their numbers in ``grams``), each counted in first-occurrence order."""
         every = _WORD.findall(text.lower())
         words = [w for w in every if w not in STOPWORDS]  # ``tokenize(text)``
         # Words, then bigrams, then concepts, each in first-occurrence order, counted at once.
@@ -309,17 +328,15 @@ class LexicalEmbedder:
             parts.append(word_concepts(every))  # ``concepts(text)``
         word_feats: Counter[str] = Counter(itertools.chain.from_iterable(parts))
         # Counted in the order the n-grams occur, word by word, as the vectors were defined.
-        chars: Counter[int] = Counter(
-            itertools.chain.from_iterable(map(self._grams.__getitem__, words))
-        )
+        chars: Counter[int] = Counter(itertools.chain.from_iterable(map(grams.__getitem__, words)))
         return word_feats, chars
 
     def feature_keys(self, text: str, frequencies: DocumentFrequencies) -> npt.NDArray[np.int64]:
         """The distinct counter indices of ``text``'s features, for ``DocumentFrequencies``."""
-        self._renew()
-        word_feats, chars = self._features(text)
+        grams = self._table()
+        word_feats, chars = self._features(text, True, grams)
         hashes = np.concatenate(
-            [self._hash_all(list(word_feats)), self._gram_hashes(chars, len(chars))]
+            [self._hash_all(list(word_feats)), self._gram_hashes(grams, chars, len(chars))]
         )
         return np.unique(hashes & frequencies.mask)
 
@@ -330,11 +347,9 @@ class LexicalEmbedder:
         vocabulary: bool = True,
     ) -> FloatMatrix:
         if len(texts) == 1:  # one request's query: no batch arrays to set up
-            self._renew()
             return self._embed_single(texts[0], frequencies, vocabulary)[None, :]
         out = np.zeros((len(texts), self._dimension), dtype=np.float32)
         for start in range(0, len(texts), _BATCH):
-            self._renew()
             chunk = texts[start : start + _BATCH]
             out[start : start + len(chunk)] = self._embed_batch(chunk, frequencies, vocabulary)
         return out
@@ -343,11 +358,12 @@ class LexicalEmbedder:
         self, text: str, frequencies: DocumentFrequencies | None, vocabulary: bool
     ) -> npt.NDArray[np.float32]:
         """``_embed_batch`` for one text with one-dimensional arrays: the same operations."""
-        word_feats, chars = self._features(text, vocabulary)
+        grams = self._table()
+        word_feats, chars = self._features(text, vocabulary, grams)
         vec = np.zeros(self._dimension, dtype=np.float64)
         for weight, counts, hashes in (
             (self._word_weight, word_feats, self._hash_all(list(word_feats))),
-            (1.0 - self._word_weight, chars, self._gram_hashes(chars, len(chars))),
+            (1.0 - self._word_weight, chars, self._gram_hashes(grams, chars, len(chars))),
         ):
             if not counts:
                 continue
@@ -390,8 +406,9 @@ class LexicalEmbedder:
         char_features: list[int] = []
         char_counts: list[int] = []
         char_lengths: list[int] = []
+        grams = self._table()
         for text in texts:
-            words, chars = self._features(text, vocabulary)
+            words, chars = self._features(text, vocabulary, grams)
             word_features.extend(words)
             word_counts.extend(words.values())
             word_lengths.append(len(words))
@@ -407,7 +424,7 @@ class LexicalEmbedder:
             (
                 1.0 - self._word_weight,
                 self._blocks(
-                    self._gram_hashes(char_features, len(char_features)),
+                    self._gram_hashes(grams, char_features, len(char_features)),
                     char_counts,
                     char_lengths,
                     frequencies,
