@@ -135,9 +135,50 @@ def _fuzz_texts(count: int) -> list[str]:
     return texts
 
 
+def _adversarial_texts(count: int) -> list[str]:
+    # Texts where the windows around trigger words collide: the same trigger many times over,
+    # phrase words separated by exactly the reach (windows touching), one word less or more
+    # (overlapping, or a word apart), phrases at a text's first and last word, and long texts
+    # of fillers so the windows are many and short.
+    rng = random.Random(2022)
+    reaches = sorted({r for r in vocabulary._REACH if r is not None})
+    phrase_words = sorted(
+        {
+            w
+            for patterns in vocabulary._PHRASES.values()
+            for p in patterns
+            for w in re.findall(r"[a-z]{2,}|[0-9]", p)
+        }
+    )
+    inflected = [w + rng.choice(["", "s", "ed", "ing", "d"]) for w in phrase_words]
+    fillers = ["the", "of", "pods", "x", "7", "web", "api", "to", "up", "down", "in", "out"]
+    texts = []
+    for _ in range(count):
+        reach = rng.choice(reaches)
+        parts: list[str] = []
+        for _ in range(rng.randint(1, 12)):
+            if rng.random() < 0.25:  # one trigger repeated
+                parts.extend([rng.choice(inflected)] * rng.randint(2, 6))
+            else:
+                parts.append(rng.choice(inflected))
+            gap = rng.choice([0, 1, reach - 1, reach, reach + 1, 2 * reach, 2 * reach + 1])
+            parts.extend(rng.choice(fillers) for _ in range(max(gap, 0) + rng.choice([0, 0, 2])))
+        if rng.random() < 0.5:  # no filler at the end: a phrase at the last word
+            while parts and parts[-1] in fillers:
+                parts.pop()
+        if rng.random() < 0.3:
+            parts = [rng.choice(fillers) for _ in range(rng.randint(20, 120))] + parts
+        text = " ".join(parts)
+        texts.append(rng.choice(["", "-", "  (", "#"]) + text + rng.choice(["", ".", " -- ", "_"]))
+    return texts
+
+
 @pytest.mark.parametrize("only", [None, vocabulary.ACTION_CONCEPTS])
 def test_concepts_count_as_one_scan_per_concept(only: frozenset[str] | None) -> None:
-    texts = [*_fuzz_texts(4000), *_texts()[0], *_texts()[1], *_texts()[2]]
+    texts = [*_fuzz_texts(4000), *_adversarial_texts(3000)]
+    texts += [*_texts()[0], *_texts()[1], *_texts()[2]]
+    # Letters outside a-z are separators, and lower-casing can make some of them a-z.
+    texts += ["İnstance \u212aill pods; scale—down ÄPI", "ﬁrewall résolv DNS", "\u212a8s drain", ""]
     for text in texts:
         expected = _reference_concepts(text)
         if only is not None:
@@ -226,3 +267,128 @@ def test_a_batch_embeds_each_text_as_it_would_alone() -> None:
     assert batch.tobytes() == alone.tobytes()
     assert not batch[mixed.index("the of a")].any()  # stopwords only: a zero vector
     assert together.embed_one(mixed[0]).tobytes() == together.embed([mixed[0]])[0].tobytes()
+
+
+def test_a_match_holds_no_more_spaces_than_its_concepts_reach() -> None:
+    # The windows are as wide as the most spaces one match can hold, derived from the pattern;
+    # every match the scans find over the fuzz texts stays within that bound.
+    assert all(r is not None and r >= 0 for r in vocabulary._REACH)
+    widest = dict.fromkeys(vocabulary.CONCEPTS, 0)
+    for text in [*_fuzz_texts(2000), *_adversarial_texts(2000)]:
+        flat = re.sub(r"[^a-z0-9]+", " ", text.lower())
+        for name, pattern in vocabulary.CONCEPTS.items():
+            for match in pattern.finditer(flat):
+                widest[name] = max(widest[name], match.group().count(" "))
+    for position, name in enumerate(vocabulary.CONCEPTS):
+        assert widest[name] <= vocabulary._REACH[position], name
+    assert widest["scale-down"] == 4  # "scaled the web api pods down": the bound is reached
+
+
+@pytest.mark.parametrize(
+    ("pattern", "spaces"),
+    [
+        (r"scal\w*(?:\s+\w+){0,3}?\s+(?:down|in)\b", 4),
+        (r"scale[\s_-]?(?:down|in)\b", 1),
+        (r"drain\w*", 0),
+        (r"a\s*b|c\s+d\s+e", 2),
+        (r"y[^\sx]y", 1),  # a negated set is counted as taking a space
+        (r"[^x]y", None),  # one character but any: not known
+        (r"a[\sb]{0,3}c", 3),  # a set that takes letters too: spaces apart
+        (r"a[\sb]*c", None),
+        (r"(?:\s+\w+)+", None),  # no bound: the whole text is scanned
+        (r"(a)\s+\1", None),  # a construct the bound does not know
+        (r"\s+foo", None),  # may begin with a space: a window would lose it
+        (r"\bfoo\w*\s*", None),  # may end with one
+        (r"(?:a|\s)?\bfoo", None),
+        (r"(?:\s*a)+foo", None),
+        (r"\b(?:a\s*)?foo(?:\s*b)?", 2),
+    ],
+)
+def test_the_reach_of_a_pattern(pattern: str, spaces: int | None) -> None:
+    assert vocabulary._reach(re.compile(pattern)) == spaces
+
+
+def test_windows_merge_when_they_overlap_or_touch() -> None:
+    words = [f"w{i}" for i in range(40)]
+
+    def spans(at: list[int], reach: int | None) -> list[str]:
+        return vocabulary._windows(words, at, reach)
+
+    assert spans([10, 30], 2) == ["w8 w9 w10 w11 w12", "w28 w29 w30 w31 w32"]
+    assert spans([10, 15], 2) == [" ".join(words[8:18])]  # touching: one window
+    assert spans([10, 16], 2) == [" ".join(words[8:13]), " ".join(words[14:19])]
+    assert spans([10, 12, 12, 13], 1) == [" ".join(words[9:15])]  # repeated and overlapping
+    assert spans([0, 39], 3) == [" ".join(words[:4]), " ".join(words[36:])]  # the edges
+    assert spans([5], None) == [" ".join(words)]
+    assert spans([1, 3], 2) == [" ".join(words[:6])]
+
+
+def test_the_n_gram_tables_start_again_when_full(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Past their bound the n-gram numbers start again between calls (and the features kept
+    # while remembering go with them): the vectors and keys stay the pinned ones.
+    from precedent.core import embedding
+
+    monkeypatch.setattr(embedding._Grams, "limit", 300)
+    incidents = load_incidents([DATA / "incidents"])
+    embedder = LexicalEmbedder()
+    first = embedder._grams
+    frequencies = DocumentFrequencies()
+    with embedder.remembering():
+        keys = [embedder.feature_keys(incident_text(i), frequencies) for i in incidents]
+        vectors = np.concatenate(
+            [embed_incidents(embedder, incidents[i : i + 7]) for i in range(0, len(incidents), 7)]
+        )
+    assert embedder._grams is not first
+    assert _digest(vectors) == PINNED["incidents"]
+    assert _digest(np.concatenate(keys)) == PINNED["feature-keys"]
+    for k in keys:
+        frequencies.add(k)
+    texts, _, requests = _texts()
+    queries = np.concatenate([embedder.embed_queries([r], frequencies) for r in requests])
+    assert _digest(queries) == PINNED["queries"]
+    # One call of more texts than a batch starts again between its batches.
+    before = embedder._grams
+    documents = embedder.embed_documents(texts * 3)
+    assert embedder._grams is not before
+    assert _digest(documents[: len(texts)]) == PINNED["documents"]
+    assert (
+        documents[len(texts) :].tobytes() == np.concatenate([documents[: len(texts)]] * 2).tobytes()
+    )
+
+
+def test_threads_sharing_an_embedder_get_the_vectors_of_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The n-gram numbers are given one thread at a time, and a batch hashes with the table it
+    # counted with, even while another thread starts a new one (a small bound: often).
+    import sys
+    import threading
+
+    from precedent.core import embedding
+
+    monkeypatch.setattr(embedding._Grams, "limit", 500)
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads switch often
+    try:
+        texts, playbooks, requests = _texts()
+        work = [texts[i : i + 9] for i in range(0, len(texts), 9)] + [[r] for r in requests]
+        work += [playbooks[i : i + 5] for i in range(0, len(playbooks), 5)]
+        expected = [LexicalEmbedder().embed_documents(chunk).tobytes() for chunk in work]
+        shared = LexicalEmbedder()
+        wrong: list[int] = []
+
+        def run(offset: int) -> None:
+            for round_ in range(3):
+                for i in range(len(work)):
+                    at = (i + offset * 7 + round_) % len(work)
+                    if shared.embed_documents(work[at]).tobytes() != expected[at]:
+                        wrong.append(at)
+
+        threads = [threading.Thread(target=run, args=(n,)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(previous)
+    assert not wrong

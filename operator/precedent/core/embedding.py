@@ -17,6 +17,7 @@ import itertools
 import math
 import re
 import sys
+import threading
 import zlib
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -25,7 +26,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from precedent.core.vocabulary import ACTION_CONCEPTS, concepts
+from precedent.core.vocabulary import ACTION_CONCEPTS, word_concepts
 
 __all__ = [
     "STOPWORDS",
@@ -167,6 +168,57 @@ class _Hashes(dict[str, int]):
         return found
 
 
+class _Grams(dict[str, tuple[int, ...]]):
+    """Word → the numbers of its character n-grams (``<word>`` padded; by length, then
+    position). Each distinct n-gram gets its own number, in the order first seen, and its
+    crc32 goes to ``hashes`` at that index: a text's n-grams are counted as numbers (one to
+    one with the strings, so the same counts in the same order) and hashed by one take. A
+    word not here is split on the lookup and kept while there are fewer than 100,000."""
+
+    limit = 500_000
+
+    def __init__(self, low: int, high: int) -> None:
+        super().__init__()
+        self._low, self._high = low, high
+        self.numbers: dict[str, int] = {}
+        self.hashes = np.zeros(1024, dtype=np.int64)
+        # Numbering is one thread at a time; a word is published (``self[word]``) after its
+        # n-grams' hashes are written, so a reader never sees a number without its hash.
+        self._lock = threading.Lock()
+
+    def __missing__(self, word: str) -> tuple[int, ...]:
+        with self._lock:
+            return self._number(word)
+
+    def _number(self, word: str) -> tuple[int, ...]:
+        known = self.get(word)
+        if known is not None:  # numbered by another thread meanwhile
+            return known
+        padded = f"<{word}>"
+        size = len(padded)
+        numbers = self.numbers
+        found = []
+        for n in range(self._low, min(self._high, size) + 1):
+            for i in range(size - n + 1):
+                gram = padded[i : i + n]
+                number = numbers.get(gram)
+                if number is None:
+                    number = numbers[gram] = len(numbers)
+                    if number >= len(self.hashes):
+                        self.hashes = np.concatenate([self.hashes, np.zeros_like(self.hashes)])
+                    self.hashes[number] = zlib.crc32(gram.encode())
+                found.append(number)
+        numbered = tuple(found)
+        if len(self) < 100_000:
+            self[word] = numbered
+        return numbered
+
+    def full(self) -> bool:
+        """Whether the tables have grown past their bound (half a million n-grams): the
+        caller starts new ones between texts, when no number is held."""
+        return len(self.numbers) >= self.limit
+
+
 # Texts embedded together: their blocks are (texts × dimension) float64 arrays.
 _BATCH = 256
 
@@ -211,10 +263,10 @@ class LexicalEmbedder:
         self._vocabulary = vocabulary
         # Token → crc32; the history's vocabulary is small, so this cache stays small.
         self._hashes = _Hashes()
-        # Word → its character n-grams in order (a tenth of the bound): words repeat.
-        self._grams: dict[str, tuple[str, ...]] = {}
+        # Word → its character n-grams' numbers in order: words repeat.
+        self._grams = _Grams(lo, hi)
         # Texts' features kept while ``remembering`` (one batch of incidents).
-        self._memo: dict[tuple[str, bool], tuple[Counter[str], Counter[str]]] | None = None
+        self._memo: dict[tuple[str, bool], tuple[_Grams, Counter[str], Counter[int]]] | None = None
 
     @property
     def name(self) -> str:
@@ -231,15 +283,15 @@ class LexicalEmbedder:
 
     def _blocks(
         self,
-        features: list[str],
+        hashes: npt.NDArray[np.int64],
         counts: list[int],
         lengths: list[int],
         frequencies: Frequencies | None,
     ) -> npt.NDArray[np.float64]:
         """One block (words or character n-grams) for each of ``len(lengths)`` texts: row
-        ``r`` sums the signed weights of the next ``lengths[r]`` features into their buckets."""
+        ``r`` sums the signed weights of the next ``lengths[r]`` features (their ``hashes``)
+        into their buckets."""
         rows, dimension = len(lengths), self._dimension
-        hashes = self._hash_all(features)
         weights = 1.0 + np.log(np.fromiter(counts, dtype=np.float64, count=len(counts)))
         if frequencies is not None:
             weights *= frequencies.idf(hashes & frequencies.mask)
@@ -258,18 +310,25 @@ class LexicalEmbedder:
         )  # int64 when no features
         return out
 
-    def _char_grams(self, word: str) -> tuple[str, ...]:
-        found = self._grams.get(word)
-        if found is None:
+    def _gram_hashes(
+        self, grams: _Grams, numbers: Iterable[int], count: int
+    ) -> npt.NDArray[np.int64]:
+        """The crc32 of the n-grams with these numbers in ``grams``."""
+        taken: npt.NDArray[np.int64] = grams.hashes[
+            np.fromiter(numbers, dtype=np.int64, count=count)
+        ]
+        return taken
+
+    def _table(self) -> _Grams:
+        """The n-gram table a batch uses from its features to its hashes (another thread
+        may start a new one meanwhile); a new one when it is full."""
+        grams = self._grams
+        if grams.full():
             lo, hi = self._ngrams
-            padded = f"<{word}>"
-            size = len(padded)
-            found = tuple(
-                padded[i : i + n] for n in range(lo, min(hi, size) + 1) for i in range(size - n + 1)
-            )
-            if len(self._grams) < 100_000:
-                self._grams[word] = found
-        return found
+            grams = self._grams = _Grams(lo, hi)
+            if self._memo is not None:
+                self._memo.clear()  # their numbers are the old table's
+        return grams
 
     @contextlib.contextmanager
     def remembering(self) -> Iterator[None]:
@@ -281,34 +340,44 @@ class LexicalEmbedder:
         finally:
             self._memo = None
 
-    def _features(self, text: str, vocabulary: bool = True) -> tuple[Counter[str], Counter[str]]:
+    def _features(
+        self, text: str, vocabulary: bool, grams: _Grams
+    ) -> tuple[Counter[str], Counter[int]]:
         memo = self._memo
         if memo is None:
-            return self._compute_features(text, vocabulary)
+            return self._compute_features(text, vocabulary, grams)
         found = memo.get((text, vocabulary))
-        if found is None:
-            found = memo[(text, vocabulary)] = self._compute_features(text, vocabulary)
-        return found
+        if found is None or found[0] is not grams:
+            words, chars = self._compute_features(text, vocabulary, grams)
+            memo[(text, vocabulary)] = (grams, words, chars)
+            return words, chars
+        return found[1], found[2]
 
     def _compute_features(
-        self, text: str, vocabulary: bool = True
-    ) -> tuple[Counter[str], Counter[str]]:
-        words = tokenize(text)
+        self, text: str, vocabulary: bool, grams: _Grams
+    ) -> tuple[Counter[str], Counter[int]]:
+        """A text's word features (words, bigrams, concepts) and its character n-grams (by
+        their numbers in ``grams``), each counted in first-occurrence order."""
+        every = _WORD.findall(text.lower())
+        words = [w for w in every if w not in STOPWORDS]  # ``tokenize(text)``
         # Words, then bigrams, then concepts, each in first-occurrence order, counted at once.
         parts: list[Iterable[str]] = [words]
         if self._bigram_weight > 0:
             parts.append(map(" ".join, itertools.pairwise(words)))
         if vocabulary and self._vocabulary:
-            parts.append(concepts(text))
+            parts.append(word_concepts(every))  # ``concepts(text)``
         word_feats: Counter[str] = Counter(itertools.chain.from_iterable(parts))
         # Counted in the order the n-grams occur, word by word, as the vectors were defined.
-        chars: Counter[str] = Counter(itertools.chain.from_iterable(map(self._char_grams, words)))
+        chars: Counter[int] = Counter(itertools.chain.from_iterable(map(grams.__getitem__, words)))
         return word_feats, chars
 
     def feature_keys(self, text: str, frequencies: DocumentFrequencies) -> npt.NDArray[np.int64]:
         """The distinct counter indices of ``text``'s features, for ``DocumentFrequencies``."""
-        word_feats, chars = self._features(text)
-        hashes = self._hash_all([*word_feats, *chars])
+        grams = self._table()
+        word_feats, chars = self._features(text, True, grams)
+        hashes = np.concatenate(
+            [self._hash_all(list(word_feats)), self._gram_hashes(grams, chars, len(chars))]
+        )
         return np.unique(hashes & frequencies.mask)
 
     def _embed_many(
@@ -329,19 +398,41 @@ class LexicalEmbedder:
         self, text: str, frequencies: Frequencies | None, vocabulary: bool
     ) -> npt.NDArray[np.float32]:
         """``_embed_batch`` for one text with one-dimensional arrays: the same operations."""
-        word_feats, chars = self._features(text, vocabulary)
+        grams = self._table()
+        word_feats, chars = self._features(text, vocabulary, grams)
         vec = np.zeros(self._dimension, dtype=np.float64)
-        for weight, counts in ((self._word_weight, word_feats), (1.0 - self._word_weight, chars)):
+        for weight, counts, hashes in (
+            (self._word_weight, word_feats, self._hash_all(list(word_feats))),
+            (1.0 - self._word_weight, chars, self._gram_hashes(grams, chars, len(chars))),
+        ):
             if not counts:
                 continue
-            block = self._blocks(list(counts), list(counts.values()), [len(counts)], frequencies)[0]
-            norm = np.linalg.norm(block)
+            block = self._block(hashes, counts.values(), frequencies)
+            norm = np.sqrt(block.dot(block))  # ``np.linalg.norm(block)``, as it computes it
             if norm > 0:
                 vec += weight * block / norm
-        norm = np.linalg.norm(vec)
+        norm = np.sqrt(vec.dot(vec))
         if norm > 0:
             vec /= norm
         return vec.astype(np.float32)
+
+    def _block(
+        self,
+        hashes: npt.NDArray[np.int64],
+        counts: Iterable[int],
+        frequencies: DocumentFrequencies | None,
+    ) -> npt.NDArray[np.float64]:
+        """``_blocks`` for one text (its row's offset is 0): the same operations."""
+        weights = 1.0 + np.log(np.fromiter(counts, dtype=np.float64, count=len(hashes)))
+        if frequencies is not None:
+            weights *= frequencies.idf(hashes & frequencies.mask)
+        signs = 1.0 - 2.0 * (hashes >> 31)
+        dimension = self._dimension
+        buckets = hashes & (dimension - 1) if self._power_of_two else hashes % dimension
+        out: npt.NDArray[np.float64] = np.bincount(
+            buckets, weights=signs * weights, minlength=dimension
+        ).astype(np.float64, copy=False)
+        return out
 
     def _embed_batch(
         self, texts: Sequence[str], frequencies: Frequencies | None, vocabulary: bool
@@ -352,11 +443,12 @@ class LexicalEmbedder:
         word_features: list[str] = []
         word_counts: list[int] = []
         word_lengths: list[int] = []
-        char_features: list[str] = []
+        char_features: list[int] = []
         char_counts: list[int] = []
         char_lengths: list[int] = []
+        grams = self._table()
         for text in texts:
-            words, chars = self._features(text, vocabulary)
+            words, chars = self._features(text, vocabulary, grams)
             word_features.extend(words)
             word_counts.extend(words.values())
             word_lengths.append(len(words))
@@ -367,11 +459,16 @@ class LexicalEmbedder:
         for weight, block in (
             (
                 self._word_weight,
-                self._blocks(word_features, word_counts, word_lengths, frequencies),
+                self._blocks(self._hash_all(word_features), word_counts, word_lengths, frequencies),
             ),
             (
                 1.0 - self._word_weight,
-                self._blocks(char_features, char_counts, char_lengths, frequencies),
+                self._blocks(
+                    self._gram_hashes(grams, char_features, len(char_features)),
+                    char_counts,
+                    char_lengths,
+                    frequencies,
+                ),
             ),
         ):
             norms = _norms(block)
@@ -566,9 +663,10 @@ class Bm25Match:
             self._total += int(length)
 
     def _terms(self, text: str) -> Counter[str]:
-        counts = Counter(tokenize(text))
+        every = _WORD.findall(text.lower())
+        counts = Counter([w for w in every if w not in STOPWORDS])  # ``tokenize(text)``
         if self._vocabulary:
-            counts.update(concepts(text, only=ACTION_CONCEPTS))
+            counts.update(word_concepts(every, only=ACTION_CONCEPTS))
         return counts
 
     def add(self, doc_id: str, text: str, fingerprint: str = "") -> None:

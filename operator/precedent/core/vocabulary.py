@@ -10,12 +10,13 @@ words (``\\w*`` allows inflections: "scaled", "scaling"), at most a few words ap
 
 from __future__ import annotations
 
-import functools
-import operator
+import importlib
+import itertools
 import re
 from collections.abc import Mapping
+from typing import Any
 
-__all__ = ["ACTION_CONCEPTS", "CONCEPTS", "TRIGGERS", "concepts"]
+__all__ = ["ACTION_CONCEPTS", "CONCEPTS", "TRIGGERS", "concepts", "word_concepts"]
 
 _GAP = r"(?:\s+\w+){0,3}?\s+"  # up to three words between a verb and its object
 
@@ -250,23 +251,159 @@ _MATCHERS: tuple[tuple[str, str, re.Pattern[str], int], ...] = tuple(
     (name, f"~{name}", CONCEPTS[name], 1 << position) for position, name in enumerate(_PHRASES)
 )
 
-# Word → the bits of the concepts whose triggers it contains. A trigger has no separator, so
-# a text holds it exactly when one of its words does; words repeat across texts, so each
-# word's triggers are looked for once (bounded like the embedder's n-gram cache).
-_WORD_BITS: dict[str, int] = {}
-_WORD_BITS_LIMIT = 200_000
+
+def _spaces(items: Any) -> int | None:
+    """The most spaces a match of the parsed sequence ``items`` can hold in a flattened text
+    (words of ``[a-z0-9]`` between single spaces); None when it has no bound or a construct
+    this does not know. An over-estimate is safe (a wider window), an under-estimate is not.
+    """
+    constants = importlib.import_module("re._constants")
+    word_only = {constants.CATEGORY_WORD, constants.CATEGORY_DIGIT}
+    total = 0
+    for op, arg in items:
+        if op is constants.LITERAL:
+            found: int | None = int(chr(arg).isspace())
+        elif op is constants.IN:
+            # A set that holds only letters, digits and word categories never takes a space.
+            found = int(
+                not all(
+                    (kind is constants.LITERAL and not chr(value).isspace())
+                    or (kind is constants.RANGE and not value[0] <= 32 <= value[1])
+                    or (kind is constants.CATEGORY and value in word_only)
+                    for kind, value in arg
+                )
+            )
+        elif op is constants.CATEGORY:
+            found = int(arg not in word_only)
+        elif op is constants.AT:
+            found = 0  # zero-width
+        elif op is constants.SUBPATTERN:
+            found = _spaces(arg[-1])
+        elif op is constants.BRANCH:
+            branches = [_spaces(b) for b in arg[1]]
+            found = None if None in branches else max(b for b in branches if b is not None)
+        elif op in (constants.MAX_REPEAT, constants.MIN_REPEAT):
+            _, high, sub = arg
+            inner = _spaces(sub)
+            if inner is None:
+                found = None
+            elif inner == 0:
+                found = 0
+            elif _separator_only(list(sub)):
+                # Consecutive characters none of which is a letter or digit: one space at most.
+                found = 1
+            elif high == constants.MAXREPEAT:
+                found = None
+            else:
+                found = high * inner
+        else:
+            found = None
+        if found is None:
+            return None
+        total += found
+    return total
+
+
+def _separator_only(items: Any) -> bool:
+    """Whether ``items`` is one character that is never a letter or a digit (``\\s``,
+    ``[\\s_-]``)."""
+    constants = importlib.import_module("re._constants")
+    if len(items) != 1:
+        return False
+    op, arg = items[0]
+    if op is constants.LITERAL:
+        return not chr(arg).isalnum()
+    if op is constants.CATEGORY:
+        return bool(arg is constants.CATEGORY_SPACE)
+    if op is constants.IN:
+        return all(
+            (kind is constants.LITERAL and not chr(value).isalnum())
+            or (kind is constants.CATEGORY and value is constants.CATEGORY_SPACE)
+            for kind, value in arg
+        )
+    return False
+
+
+def _nullable(items: Any) -> bool:
+    """Whether the parsed sequence ``items`` can match the empty string (True if unsure)."""
+    constants = importlib.import_module("re._constants")
+    for op, arg in items:
+        if op in (constants.LITERAL, constants.IN, constants.CATEGORY, constants.NOT_LITERAL):
+            return False
+        if op is constants.SUBPATTERN and not _nullable(arg[-1]):
+            return False
+        if op is constants.BRANCH and not any(_nullable(b) for b in arg[1]):
+            return False
+        repeated = op in (constants.MAX_REPEAT, constants.MIN_REPEAT)
+        if repeated and arg[0] >= 1 and not _nullable(arg[2]):
+            return False
+    return True
+
+
+def _edge_space(items: Any, last: bool = False) -> bool:
+    """Whether a match of ``items`` can begin (``last``: end) with a space (True if unsure)."""
+    constants = importlib.import_module("re._constants")
+    for item in reversed(items) if last else items:
+        op, arg = item
+        if op is constants.AT:
+            continue
+        if op is constants.SUBPATTERN:
+            found = _edge_space(arg[-1], last)
+        elif op is constants.BRANCH:
+            found = any(_edge_space(b, last) for b in arg[1])
+        elif op in (constants.MAX_REPEAT, constants.MIN_REPEAT):
+            found = _edge_space(arg[2], last)
+        else:
+            spaces = _spaces([item])
+            found = spaces is None or spaces > 0
+        if found:
+            return True
+        if not _nullable([item]):
+            return False
+    return False
+
+
+def _reach(pattern: re.Pattern[str]) -> int | None:
+    """How many words on either side of a word holding a trigger a match can reach (the
+    most spaces one match can hold); None: the whole text is scanned (no bound, or a match
+    may begin or end with a space, which a window cut at its words would lose)."""
+    parser = importlib.import_module("re._parser")
+    parsed = list(parser.parse(pattern.pattern))
+    if _edge_space(parsed) or _edge_space(parsed, last=True):
+        return None
+    return _spaces(parsed)
+
+
+_REACH: tuple[int | None, ...] = tuple(_reach(pattern) for _, _, pattern, _ in _MATCHERS)
+
+# Word → the concepts whose triggers it contains. A trigger has no separator, so a text holds
+# it exactly when one of its words does; words repeat across texts, so each word's triggers
+# are looked for once (bounded like the embedder's n-gram cache).
+_WORD_CONCEPTS_LIMIT = 200_000
+
+
+class _WordConcepts(dict[str, tuple[int, ...]]):
+    """Word → the positions (concept order) of the concepts whose triggers it contains; a
+    word not here is looked at on the look-up (and kept, bounded)."""
+
+    def __missing__(self, word: str) -> tuple[int, ...]:
+        bits = 0
+        for trigger, concepts_bits in _TRIGGER_BITS:
+            if trigger in word:
+                bits |= concepts_bits
+        found = tuple(position for position in range(len(_MATCHERS)) if bits >> position & 1)
+        if len(self) < _WORD_CONCEPTS_LIMIT:
+            self[word] = found
+        return found
+
+
+_WORD_CONCEPTS = _WordConcepts()
 # ``only`` → the bits of those concepts.
 _ONLY_BITS: dict[frozenset[str], int] = {}
-
-
-def _word_bits(word: str) -> int:
-    found = 0
-    for trigger, bits in _TRIGGER_BITS:
-        if trigger in word:
-            found |= bits
-    if len(_WORD_BITS) < _WORD_BITS_LIMIT:
-        _WORD_BITS[word] = found
-    return found
+# Per concept: a window of words → how many matches its pattern finds there. Windows repeat
+# across texts ("scale down the"), so most scans are one look-up (bounded).
+_WINDOW_COUNTS: tuple[dict[str, int], ...] = tuple({} for _ in _MATCHERS)
+_WINDOW_COUNTS_LIMIT = 5_000
 
 
 def _only_bits(only: frozenset[str]) -> int:
@@ -281,7 +418,7 @@ def _only_bits(only: frozenset[str]) -> int:
     return found
 
 
-_SEPARATORS = re.compile(r"[^a-z0-9]+")
+_WORD = re.compile(r"[a-z0-9]+")
 
 
 ACTION_CONCEPTS: frozenset[str] = frozenset(
@@ -304,21 +441,71 @@ ACTION_CONCEPTS: frozenset[str] = frozenset(
 def concepts(text: str, *, only: frozenset[str] | None = None) -> list[str]:
     """Concept features of ``text``: ``~name`` once per phrase occurrence, in concept order
     (``only``: just these concepts)."""
-    flat = _SEPARATORS.sub(" ", text.lower())
-    # Which concepts can match at all: the triggers of the text's distinct words.
-    words = set(flat.split())
-    known = list(map(_WORD_BITS.get, words))
-    if None in known:
-        known = [_word_bits(w) if b is None else b for w, b in zip(words, known, strict=True)]
-    candidates: int = functools.reduce(operator.or_, known, 0)
-    if only is not None:
-        candidates &= _only_bits(only)
-    found: list[str] = []
-    if not candidates:
-        return found
-    for _, feature, pattern, bit in _MATCHERS:
-        if candidates & bit:
-            hits = len(pattern.findall(flat))
-            if hits:
-                found.extend([feature] * hits)
-    return found
+    return word_concepts(_WORD.findall(text.lower()), only=only)
+
+
+def word_concepts(words: list[str], *, only: frozenset[str] | None = None) -> list[str]:
+    """``concepts`` of a text whose lower-case words (``[a-z0-9]+``, in order, stopwords
+    kept) are ``words``.
+
+    The counts are those of one ``findall`` of each concept's pattern over the flattened text
+    (the words between single spaces; separators at its ends change nothing, as no match
+    holds one). Every match holds one of the concept's triggers inside a word and at most
+    ``reach`` spaces, so it lies within ``reach`` words of a word holding a trigger: the
+    pattern is run only on those windows, overlapping ones merged. A match touches no
+    character outside its window, ``\\b`` sees a space or an end at a window's edges either
+    way, and no match crosses from one merged window into the next, so each window's matches
+    are the whole text's matches there.
+    """
+    # The words holding each candidate concept's triggers (most words hold none).
+    held = list(map(_WORD_CONCEPTS.__getitem__, words))
+    where: dict[int, list[int]] = {}
+    for index in itertools.compress(range(len(held)), held):
+        for position in held[index]:
+            at = where.get(position)
+            if at is None:
+                where[position] = [index]
+            else:
+                at.append(index)
+    features: list[str] = []
+    if not where:
+        return features
+    allowed = _only_bits(only) if only is not None else -1
+    for position in sorted(where):
+        _, feature, pattern, bit = _MATCHERS[position]
+        if not allowed & bit:
+            continue
+        at, reach = where[position], _REACH[position]
+        if len(at) == 1 and reach is not None:  # one word holds the triggers: one window
+            windows = [" ".join(words[max(at[0] - reach, 0) : at[0] + reach + 1])]
+        else:
+            windows = _windows(words, at, reach)
+        counts = _WINDOW_COUNTS[position]
+        hits = 0
+        for window in windows:
+            found_hits = counts.get(window)
+            if found_hits is None:
+                found_hits = len(pattern.findall(window))
+                if len(counts) < _WINDOW_COUNTS_LIMIT:
+                    counts[window] = found_hits
+            hits += found_hits
+        if hits:
+            features.extend([feature] * hits)
+    return features
+
+
+def _windows(words: list[str], at: list[int], reach: int | None) -> list[str]:
+    """The stretches of the flattened text (``words`` between single spaces) within ``reach``
+    words of the words at ``at`` (ascending), overlapping or touching stretches merged; the
+    whole text when they cover every word or ``reach`` is None."""
+    if reach is None:
+        return [" ".join(words)]
+    stretches: list[tuple[int, int]] = []
+    start, end = at[0] - reach, at[0] + reach
+    for index in at[1:]:
+        if index - reach > end + 1:
+            stretches.append((start, end))
+            start = index - reach
+        end = index + reach
+    stretches.append((start, end))
+    return [" ".join(words[max(a, 0) : b + 1]) for a, b in stretches]
