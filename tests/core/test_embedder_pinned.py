@@ -266,7 +266,6 @@ def test_a_batch_embeds_each_text_as_it_would_alone() -> None:
     alone = np.concatenate([LexicalEmbedder().embed_queries([t], frequencies) for t in mixed])
     assert batch.tobytes() == alone.tobytes()
     assert not batch[mixed.index("the of a")].any()  # stopwords only: a zero vector
-    assert together.embed_one(mixed[0]).tobytes() == together.embed([mixed[0]])[0].tobytes()
 
 
 def test_a_match_holds_no_more_spaces_than_its_concepts_reach() -> None:

@@ -420,7 +420,7 @@ class LexicalEmbedder:
         self,
         hashes: npt.NDArray[np.int64],
         counts: Iterable[int],
-        frequencies: DocumentFrequencies | None,
+        frequencies: Frequencies | None,
     ) -> npt.NDArray[np.float64]:
         """``_blocks`` for one text (its row's offset is 0): the same operations."""
         weights = 1.0 + np.log(np.fromiter(counts, dtype=np.float64, count=len(hashes)))
