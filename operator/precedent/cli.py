@@ -18,7 +18,7 @@ from precedent.errors import InputError, PrecedentError
 from precedent.gate import EXIT_GATE, gate_fails, write_junit
 from precedent.graph_cli import graph_command
 from precedent.memory_cli import memory
-from precedent.models import Assessment
+from precedent.models import Assessment, parse_timestamp
 from precedent.output import (
     HISTORY_HELP,
     fail,
@@ -205,12 +205,9 @@ def _as_of(text: str | None) -> datetime:
     if text is None or not text.strip():
         return datetime.now(UTC)
     try:
-        when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise InputError(f"--as-of {text!r}: not an RFC 3339 time (2026-11-25T00:00:00Z)") from None
-    if when.tzinfo is None:
-        raise InputError(f"--as-of {text!r}: give a time zone (Z or +01:00)")
-    return when
+        return parse_timestamp(text, "--as-of")
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
 
 
 def _score_table(results: Sequence[tuple[NamedRequest, Assessment]], *, wide: bool) -> str:

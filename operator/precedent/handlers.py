@@ -30,7 +30,7 @@ import prometheus_client
 from precedent.adapters.kube_api import ApiConnection, KubeApi
 from precedent.errors import DependencyError, InputError, PrecedentError
 from precedent.logging_json import configure_logging, log_format_from_environment
-from precedent.models import API_GROUP, PlaybookHistory
+from precedent.models import API_GROUP, PlaybookHistory, creation_time
 from precedent.services.approvals import ApprovalService, parse_approval_spec
 from precedent.services.mirror import ObjectMirror, ResyncPlan
 from precedent.services.observability import RequestName
@@ -476,10 +476,6 @@ async def _resync_namespaces(runtime: OperatorRuntime, logger: kopf.Logger) -> N
 # -- requests ---------------------------------------------------------------------------------
 
 
-def _timestamp(value: str | None) -> datetime | None:
-    return datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
-
-
 def _answered(body: kopf.Body, runtime: OperatorRuntime) -> bool:
     """This operator's answer (a valid mark), given in facts that still hold: its target's
     namespace was not relabelled since (a request that ran keeps its answer)."""
@@ -550,7 +546,7 @@ async def _answer(
         generation=int(meta.get("generation") or 1),
         previous=status.get("conditions"),
         now=now,
-        anchor=_timestamp(meta.get("creationTimestamp")),
+        anchor=creation_time(meta),
         attempt=retry + 1,
         approve=runtime.approvals.applier(body, list(approvals.get(key, [])), now),
         prior=dict(status),
@@ -754,7 +750,7 @@ async def handle_approval(
         _post(body, handled.event)
     if handled.request is not None and handled.verdict.state == "Accepted":
         request_meta = handled.request.get("metadata") or {}
-        created = _timestamp(request_meta.get("creationTimestamp"))
+        created = creation_time(request_meta)
         runtime.recorder.approval_decided(
             str(request_meta.get("uid", "")),
             (datetime.now(UTC) - created).total_seconds() if created else None,

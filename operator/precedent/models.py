@@ -7,6 +7,7 @@ so ``Incident.model_validate(yaml_spec)`` reads what ``kubectl apply`` stores an
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -131,6 +132,12 @@ def parse_timestamp(value: object, field: str) -> datetime:
         return _aware_utc(moment)
     except ValueError as exc:
         raise ValueError(f"{field}: {exc}") from None
+
+
+def creation_time(meta: Mapping[str, Any]) -> datetime | None:
+    """An object's ``metadata.creationTimestamp`` (None when it has none yet)."""
+    value = meta.get("creationTimestamp")
+    return parse_timestamp(value, "metadata.creationTimestamp") if value else None
 
 
 class WireModel(BaseModel):

@@ -131,7 +131,7 @@ def test_the_seed_response_parses_into_an_incident() -> None:
     ("change", "named"),
     [
         ({"investigation_id": None}, "investigation_id: required field is missing"),
-        ({"created_at": "yesterday"}, "created_at: not an ISO 8601 time"),
+        ({"created_at": "yesterday"}, "created_at: not an RFC 3339 time"),
         ({"outcome": "fixed"}, "outcome: 'fixed' is not resolved"),
         ({"quality_score": 1.5}, "quality_score: 1.5 is outside 0–1"),
     ],

@@ -42,6 +42,7 @@ from precedent.models import (
     TopologyEdge,
     TopologyHints,
     TopologyNode,
+    parse_timestamp,
 )
 
 __all__ = [
@@ -195,14 +196,6 @@ def _text(source: Mapping[str, Any], key: str) -> str:
     return str(value).strip()
 
 
-def _time(value: Any, key: str) -> datetime:
-    try:
-        moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except ValueError:
-        raise ValueError(f"{key}: not an ISO 8601 time: {value!r}") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
 def incident_from_source(source: Mapping[str, Any]) -> Incident:
     """An incident from a hit's ``_source``; ValueError names the first bad field."""
     for key in REQUIRED_FIELDS:
@@ -235,7 +228,7 @@ def incident_from_source(source: Mapping[str, Any]) -> Incident:
         "outcome": outcome,
         "root_cause": root_cause,
         "recommended_procedure": _text(source, "advice_summary"),
-        "occurred_at": _time(source["created_at"], "created_at"),
+        "occurred_at": parse_timestamp(source["created_at"], "created_at"),
         "quality_score": quality,
     }
     for key in ("environment", "namespace", "domain", "cluster", "resolution"):
@@ -384,7 +377,9 @@ def topology_hints(
                 continue  # an edge to an unknown (or excluded) node says nothing usable
             try:
                 confidence = float(raw.get("confidence", 0.0))
-                seen = _time(raw.get("observed_at") or raw.get("timestamp"), "observed_at")
+                seen = parse_timestamp(
+                    raw.get("observed_at") or raw.get("timestamp"), "observed_at"
+                )
             except (TypeError, ValueError):
                 continue
             age = now - seen

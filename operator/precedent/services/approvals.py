@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal, Protocol
 
 from pydantic import ValidationError
@@ -51,6 +51,7 @@ from precedent.models import (
     PolicyApproval,
     Reasoning,
     RemediationApprovalSpec,
+    creation_time,
 )
 from precedent.services.integrity import StatusSigner
 from precedent.services.status import EventNote, StatusUpdate
@@ -81,13 +82,6 @@ def parse_approval_spec(spec: Mapping[str, Any]) -> RemediationApprovalSpec:
         return RemediationApprovalSpec.model_validate(dict(spec))
     except ValidationError as exc:
         raise InputError(describe_validation(exc, "spec")) from None
-
-
-def _timestamp(value: Any) -> datetime | None:
-    if not value:
-        return None
-    moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +126,7 @@ class ApprovalRecord:
         return cls(
             name=str(meta.get("name", "")),
             namespace=str(meta.get("namespace", "")),
-            created=_timestamp(meta.get("creationTimestamp")),
+            created=creation_time(meta),
             generation=int(meta.get("generation") or 1),
             spec=spec,
             problem=problem,
@@ -424,7 +418,7 @@ def request_record(body: Mapping[str, Any], assessment: Assessment | None) -> Re
     return RequestRecord(
         name=str(meta.get("name", "")),
         uid=str(meta.get("uid", "")),
-        created=_timestamp(meta.get("creationTimestamp")),
+        created=creation_time(meta),
         requester=str(requester).strip() if requester else None,
         assessment=assessment,
     )
