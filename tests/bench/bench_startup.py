@@ -16,6 +16,7 @@ process: seconds and peak RSS).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -32,11 +33,11 @@ from precedent.adapters.loader import load_incidents
 from tests.bench.bench_operator import (
     GROUP_PATH,
     REPO,
+    ReadyWatch,
     _wait_http,
     free_port,
     request_body,
     rss_mib,
-    wait_ready,
 )
 
 
@@ -72,12 +73,19 @@ async def _first_answer(url: str, name: str) -> float:
     async with httpx.AsyncClient(base_url=url, timeout=60) as client:
         body = request_body(1)
         body["metadata"]["name"] = name
-        started = time.perf_counter()
-        (
-            await client.post(f"{GROUP_PATH}/namespaces/default/remediationrequests", json=body)
-        ).raise_for_status()
-        await wait_ready(client, {name}, timeout=600)
-        return time.perf_counter() - started
+        watch = ReadyWatch(client)
+        watching = asyncio.create_task(watch.run())
+        try:
+            started = time.perf_counter()
+            (
+                await client.post(f"{GROUP_PATH}/namespaces/default/remediationrequests", json=body)
+            ).raise_for_status()
+            await watch.wait({("default", name)}, timeout=600)
+            return time.perf_counter() - started
+        finally:
+            watching.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watching
 
 
 def start_once(
