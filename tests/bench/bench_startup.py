@@ -55,11 +55,12 @@ def jsonl_history(size: int, path: Path) -> None:
             out.write(json.dumps(spec) + "\n")
 
 
-def _ready_at(url: str, process: subprocess.Popen[bytes], timeout: float) -> float:
+def _ready_at(url: str, process: subprocess.Popen[bytes], timeout: float, log: Path) -> float:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"the operator exited with {process.returncode}")
+            last = (log.read_text(errors="replace").strip().splitlines() or ["(no output)"])[-1]
+            raise RuntimeError(f"the operator exited with {process.returncode}: {last}")
         try:
             if httpx.get(url, timeout=5).status_code == 200:
                 return time.perf_counter()
@@ -119,7 +120,11 @@ def start_once(
             "PRECEDENT_HISTORY_PATH": str(history),
             "PRECEDENT_INDEX_DIR": str(index_dir),
             "PRECEDENT_METRICS_PORT": "0",
+            # Enforce mode does not start without the key of the status mark.
+            "PRECEDENT_STATUS_KEY": os.environ.get("PRECEDENT_STATUS_KEY") or "bench-key",
         }
+        log_path = workdir / f"{name}.log"
+        log = log_path.open("wb")
         started = time.perf_counter()
         operator = subprocess.Popen(
             [
@@ -137,9 +142,10 @@ def start_once(
             cwd=REPO,
             env=env,
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stderr=log,
         )
-        ready = _ready_at(f"http://127.0.0.1:{health}/healthz", operator, timeout=1800)
+        log.close()  # the child holds its own descriptor
+        ready = _ready_at(f"http://127.0.0.1:{health}/healthz", operator, 1800, log_path)
         answer = asyncio.run(_first_answer(url, name))
         return ready - started, answer, rss_mib(operator.pid)
     finally:
