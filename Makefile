@@ -25,9 +25,10 @@ $(UV): tools/uv.txt
 	$(UV_HOME)/bin/pip install --quiet --require-hashes --no-deps -r tools/uv.txt
 	touch $@
 
-# The product and the sandbox (the default `dev` dependency group), no extras.
+# The product with the kubectl plugin's client, and the sandbox (the default `dev` dependency
+# group): what the demo needs.
 $(VENV)/.installed: uv.lock pyproject.toml sandbox/pyproject.toml $(UV)
-	$(SYNC)
+	$(SYNC) --extra kubectl
 	touch $@
 
 # Everything: the dev and semantic extras too.

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pydantic import ValidationError
 
 __all__ = [
+    "KUBECTL_EXTRA",
     "CatalogUnavailable",
     "DependencyError",
     "InputError",
@@ -63,3 +64,10 @@ def describe_validation(error: ValidationError, prefix: str = "") -> str:
     more = len(problems) - 3
     text = "; ".join(problems[:3])
     return f"{text}; and {more} more" if more > 0 else text
+
+
+KUBECTL_EXTRA = (
+    "the Kubernetes client is not installed (the operator does not need it): "
+    "pip install 'precedent[kubectl]'"
+)
+"""What a command that talks to a cluster as the user says without the ``kubectl`` extra."""

@@ -9,11 +9,11 @@ precedent graph --context prod --target svc/checkout -n shop  # a live cluster
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from precedent.adapters.graph_source import graph_from_cluster, graph_from_files
+from precedent.adapters.graph_source import graph_from_files
 from precedent.core.graph import (
     BlastRadius,
     DependencyGraph,
@@ -23,7 +23,11 @@ from precedent.core.graph import (
     blast_radius,
     resolve_target,
 )
-from precedent.errors import PrecedentError
+from precedent.errors import KUBECTL_EXTRA, InputError, PrecedentError
+
+if TYPE_CHECKING:
+    from precedent.adapters.graph_cluster import ClusterRead
+
 from precedent.output import OUTPUT_FORMATS, fail, format_table, output_option, render_documents
 
 __all__ = ["graph_command", "render_dot"]
@@ -86,7 +90,7 @@ def graph_command(
         if files:
             graph = graph_from_files(files)
         else:
-            read = graph_from_cluster(kubeconfig, context)
+            read = _live_graph(kubeconfig, context)
             graph = read.graph
             if read.missing:
                 click.echo(
@@ -284,3 +288,14 @@ def render_dot(
 
 def _node_id(key: NodeKey) -> str:
     return f"{key.namespace}/{key.short()}"
+
+
+def _live_graph(kubeconfig: str | None, context: str | None) -> ClusterRead:
+    """The graph listed from the cluster, with the Kubernetes client of the ``kubectl`` extra."""
+    try:
+        from precedent.adapters.graph_cluster import graph_from_cluster
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] != "kubernetes":
+            raise
+        raise InputError(KUBECTL_EXTRA) from None
+    return graph_from_cluster(kubeconfig, context)
