@@ -1,5 +1,5 @@
 """The operator runs without the Kubernetes client (the ``kubectl`` extra), which its image
-leaves out: kopf imports that client whenever it is installed, about 40 MiB of the operator's
+leaves out: kopf imports that client whenever it is installed, about 12 MiB of the operator's
 memory for nothing it uses. The commands that need it say how to install it, in one line.
 
 Each case runs a fresh interpreter in which ``import kubernetes`` fails, as in the image.
