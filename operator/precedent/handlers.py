@@ -59,6 +59,8 @@ APPROVAL_RETRY_SECONDS = 2
 # loses. The rest wait one namespace at a time in turn (FairSlots): a flood in one namespace
 # does not stand in front of another namespace's request.
 EVENT_POSTS_AT_ONCE = 32
+# How many times one answer is made again because the facts changed while it was being made.
+FACT_CHANGES_FOLLOWED = 3
 # Objects per page of kopf's initial listing: each page is a short request, so listing
 # thousands of requests after a restart never runs into the request timeout (a timed-out
 # listing starts over, and no handler runs until it completes).
@@ -543,18 +545,27 @@ async def _answer(
     now = datetime.now(UTC)
     # The creation time anchors "recent" so that re-running the handler gives the same answer.
     started = time.perf_counter()
-    update = await runtime.assessor.reconcile(
-        spec,
-        uid=str(meta.get("uid", "")),
-        generation=int(meta.get("generation") or 1),
-        previous=status.get("conditions"),
-        now=now,
-        anchor=creation_time(meta),
-        attempt=retry + 1,
-        approve=runtime.approvals.applier(body, list(approvals.get(key, [])), now),
-        prior=dict(status),
-        namespace=str(meta.get("namespace") or ""),
-    )
+    namespace = str(meta.get("namespace") or "")
+    for _ in range(FACT_CHANGES_FOLLOWED):
+        update = await runtime.assessor.reconcile(
+            spec,
+            uid=str(meta.get("uid", "")),
+            generation=int(meta.get("generation") or 1),
+            previous=status.get("conditions"),
+            now=now,
+            anchor=creation_time(meta),
+            attempt=retry + 1,
+            approve=runtime.approvals.applier(body, list(approvals.get(key, [])), now),
+            prior=dict(status),
+            namespace=namespace,
+        )
+        # A Namespace relabelled while this request was being assessed: the handler that
+        # answers again the requests of a relabelled namespace passed this one by (it had no
+        # answer yet), so the answer is made again in the facts that hold now.
+        if update.outcome != "assessed" or not runtime.assessor.facts_changed(
+            spec, namespace, update.patch()
+        ):
+            break
     name = RequestName(str(meta.get("uid", "")), str(meta.get("namespace")), str(meta.get("name")))
     runtime.recorder.reconciled(
         name, str(spec.get("action", "")), update, time.perf_counter() - started

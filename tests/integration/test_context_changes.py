@@ -12,6 +12,8 @@ sandbox.
 
 from __future__ import annotations
 
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
@@ -128,3 +130,74 @@ def test_the_periodic_list_of_namespaces_catches_what_the_watch_missed(
         if restarted is not None:
             restarted.stop()
     assert after["status"]["context"]["environment"] == "production"
+
+
+class HeldCatalog:
+    """A Context API on loopback that holds one request, once armed, until released, then
+    answers 503 (the in-process catalog then answers): an assessment kept in flight."""
+
+    def __init__(self) -> None:
+        self.armed = threading.Event()
+        self.holding = threading.Event()
+        self.release = threading.Event()
+        held = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                self.rfile.read(length)
+                if held.armed.is_set() and not held.holding.is_set():
+                    held.holding.set()
+                    held.release.wait(timeout=120)
+                body = b'{"detail": "unavailable"}'
+                self.send_response(503)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_POST = _answer
+
+            def log_message(self, *_: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> HeldCatalog:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_relabel_while_a_request_is_being_answered_is_not_lost(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The request reads its namespace's facts (dev), then waits for the playbook catalog;
+    # meanwhile the namespace becomes production. The handler that answers again the
+    # requests of a relabelled namespace passes this one by (it has no answer yet), so the
+    # answer, when it comes, must be made in the facts that hold then.
+    namespace(cluster, "checkout", "dev")
+    with HeldCatalog() as catalog:
+        monkeypatch.setenv("PRECEDENT_CATALOG", catalog.url)
+        monkeypatch.setenv("PRECEDENT_CATALOG_RETRIES", "0")
+        monkeypatch.setenv("PRECEDENT_CATALOG_TIMEOUT_SECONDS", "60")
+        monkeypatch.setenv("PRECEDENT_SELECTION_DEADLINE_SECONDS", "60")
+        with cluster.operator():
+            assert cluster.create(payment_restart("control", "checkout")).status_code == 201
+            assert "dev from" in answered(cluster, "control")["status"]["context"]["facts"]
+            catalog.armed.set()
+            assert cluster.create(payment_restart("in-flight", "checkout")).status_code == 201
+            assert catalog.holding.wait(timeout=60), "the request never asked the catalog"
+            relabel(cluster, "checkout", "production")
+            # The relabel was handled: the request answered before it is answered again.
+            facts_say(cluster, "control", "production from namespace label on checkout")
+            catalog.release.set()
+            late = facts_say(cluster, "in-flight", "production from namespace label on checkout")
+    assert late["status"]["context"]["environment"] == "production"
+    assert late["status"]["risk"]["decision"] != "Approved"
