@@ -33,8 +33,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import httpx
 import yaml
@@ -246,9 +247,9 @@ def _rates() -> list[int]:
     return [int(r) for r in raw.split(",") if r.strip()]
 
 
-def run_once(module: str, n: int, history: Path, workdir: Path) -> dict[str, Any]:
+def start_sandbox(kubeconfig: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """The sandbox API server as a process, its kubeconfig written; (process, URL) once up."""
     port = free_port()
-    kubeconfig = workdir / f"kubeconfig-{module}"
     sandbox = subprocess.Popen(
         [
             sys.executable,
@@ -264,45 +265,64 @@ def run_once(module: str, n: int, history: Path, workdir: Path) -> dict[str, Any
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_http(url + "/version")
+    except BaseException:
+        stop(sandbox, timeout=20)
+        raise
+    return sandbox, url
+
+
+def start_operator(
+    module: str,
+    kubeconfig: Path,
+    history: Path,
+    args: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    stderr: int | IO[bytes] = subprocess.DEVNULL,
+) -> subprocess.Popen[bytes]:
+    """``kopf run -m module`` as a process against the sandbox of ``kubeconfig``."""
+    environment = {
+        **os.environ,
+        "KUBECONFIG": str(kubeconfig),
+        "PRECEDENT_HISTORY_PATH": str(history),
+        "PRECEDENT_METRICS_PORT": "0",
+        # Enforce mode does not start without the key of the status mark.
+        "PRECEDENT_STATUS_KEY": os.environ.get("PRECEDENT_STATUS_KEY") or "bench-key",
+        **(env or {}),
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "kopf", "run", "-m", module, *args, "--standalone", "--quiet"],
+        cwd=REPO,
+        env=environment,
+        stdout=subprocess.DEVNULL,
+        stderr=stderr,
+    )
+
+
+def stop(*processes: subprocess.Popen[bytes] | None, timeout: float) -> None:
+    """SIGINT each process (kopf and the sandbox stop cleanly on it), then kill the late."""
+    for proc in processes:
+        if proc is not None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def run_once(module: str, n: int, history: Path, workdir: Path) -> dict[str, Any]:
+    sandbox, url = start_sandbox(workdir / f"kubeconfig-{module}")
     operator = None
     try:
-        url = f"http://127.0.0.1:{port}"
-        _wait_http(url + "/version")
-        env = {
-            **os.environ,
-            "KUBECONFIG": str(kubeconfig),
-            "PRECEDENT_HISTORY_PATH": str(history),
-            "PRECEDENT_METRICS_PORT": "0",
-            # Enforce mode does not start without the key of the status mark.
-            "PRECEDENT_STATUS_KEY": os.environ.get("PRECEDENT_STATUS_KEY") or "bench-key",
-        }
-        operator = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "kopf",
-                "run",
-                "-m",
-                module,
-                *os.environ.get("BENCH_OPERATOR_SCOPE", "--all-namespaces").split(),
-                "--standalone",
-                "--quiet",
-            ],
-            cwd=REPO,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        scope = os.environ.get("BENCH_OPERATOR_SCOPE", "--all-namespaces").split()
+        operator = start_operator(module, workdir / f"kubeconfig-{module}", history, scope)
         prefix = module.rsplit(".", 1)[-1].replace("_", "-")
         return asyncio.run(drive(url, operator.pid, n, prefix))
     finally:
-        for proc in (operator, sandbox):
-            if proc is not None:
-                proc.send_signal(signal.SIGINT)
-                try:
-                    proc.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+        stop(operator, sandbox, timeout=20)
 
 
 def _wait_http(url: str) -> None:

@@ -19,7 +19,6 @@ import asyncio
 import contextlib
 import json
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -34,10 +33,12 @@ from tests.bench.bench_operator import (
     GROUP_PATH,
     REPO,
     ReadyWatch,
-    _wait_http,
     free_port,
     request_body,
     rss_mib,
+    start_operator,
+    start_sandbox,
+    stop,
 )
 
 
@@ -93,69 +94,27 @@ def start_once(
     history: Path, index_dir: Path, workdir: Path, name: str
 ) -> tuple[float, float, float]:
     """(start → ready s, ready → first answer s, RSS MiB after the answer)."""
-    port, health = free_port(), free_port()
+    health = free_port()
     kubeconfig = workdir / "kubeconfig"
-    sandbox = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "precedent.cli",
-            "sandbox",
-            "--port",
-            str(port),
-            "--kubeconfig",
-            str(kubeconfig),
-        ],
-        cwd=REPO,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    sandbox, url = start_sandbox(kubeconfig)
     operator = None
     try:
-        url = f"http://127.0.0.1:{port}"
-        _wait_http(url + "/version")
-        env = {
-            **os.environ,
-            "KUBECONFIG": str(kubeconfig),
-            "PRECEDENT_HISTORY_PATH": str(history),
-            "PRECEDENT_INDEX_DIR": str(index_dir),
-            "PRECEDENT_METRICS_PORT": "0",
-            # Enforce mode does not start without the key of the status mark.
-            "PRECEDENT_STATUS_KEY": os.environ.get("PRECEDENT_STATUS_KEY") or "bench-key",
-        }
         log_path = workdir / f"{name}.log"
-        log = log_path.open("wb")
-        started = time.perf_counter()
-        operator = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "kopf",
-                "run",
-                "-m",
+        with log_path.open("wb") as log:  # the child holds its own descriptor
+            started = time.perf_counter()
+            operator = start_operator(
                 "precedent.handlers",
-                "--all-namespaces",
-                "--standalone",
-                "--quiet",
-                f"--liveness=http://127.0.0.1:{health}/healthz",
-            ],
-            cwd=REPO,
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=log,
-        )
-        log.close()  # the child holds its own descriptor
+                kubeconfig,
+                history,
+                ["--all-namespaces", f"--liveness=http://127.0.0.1:{health}/healthz"],
+                env={"PRECEDENT_INDEX_DIR": str(index_dir)},
+                stderr=log,
+            )
         ready = _ready_at(f"http://127.0.0.1:{health}/healthz", operator, 1800, log_path)
         answer = asyncio.run(_first_answer(url, name))
         return ready - started, answer, rss_mib(operator.pid)
     finally:
-        for proc in (operator, sandbox):
-            if proc is not None:
-                proc.send_signal(signal.SIGINT)
-                try:
-                    proc.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+        stop(operator, sandbox, timeout=30)
 
 
 def build_index(size: int) -> None:
