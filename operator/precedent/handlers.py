@@ -562,8 +562,11 @@ async def _answer(
         # A Namespace relabelled while this request was being assessed: the handler that
         # answers again the requests of a relabelled namespace passed this one by (it had no
         # answer yet), so the answer is made again in the facts that hold now.
-        if update.outcome != "assessed" or not runtime.assessor.facts_changed(
-            spec, namespace, update.patch()
+        answer = update.status.assessment
+        context = answer.context if answer is not None else None
+        written = context.facts if context is not None else None
+        if update.outcome != "assessed" or not runtime.assessor.facts_differ(
+            spec, namespace, written
         ):
             break
     name = RequestName(str(meta.get("uid", "")), str(meta.get("namespace")), str(meta.get("name")))

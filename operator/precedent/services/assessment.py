@@ -509,13 +509,20 @@ class Assessor:
     ) -> bool:
         """Whether the facts now say something else about the request's target than when its
         answer was given (``status.context.facts``): e.g. its namespace was relabelled."""
+        context = status.get("context") if isinstance(status, Mapping) else None
+        written = context.get("facts") if isinstance(context, Mapping) else None
+        return self.facts_differ(spec, namespace, written)
+
+    def facts_differ(
+        self, spec: Mapping[str, Any], namespace: str | None, written: str | None
+    ) -> bool:
+        """Whether the facts now say something else about the request's target than
+        ``written`` (an answer's ``context.facts``)."""
         if self.facts is None:
             return False
         target = spec.get("target") if isinstance(spec, Mapping) else None
         if not isinstance(target, Mapping):
             return False  # not a valid request: its status says so, nothing to re-answer
-        context = status.get("context") if isinstance(status, Mapping) else None
-        written = context.get("facts") if isinstance(context, Mapping) else None
         now = self.facts.verify(
             resource_id=_text(target.get("resourceId")),
             name=str(target.get("name") or ""),
