@@ -18,7 +18,7 @@ import os
 import secrets
 import sys
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,7 +27,7 @@ from typing import Any, NoReturn, cast
 import kopf
 import prometheus_client
 
-from precedent.adapters.heap import release_free_memory
+from precedent.adapters.heap import limit_arenas, release_free_memory
 from precedent.adapters.kube_api import ApiConnection, KubeApi
 from precedent.errors import DependencyError, InputError, PrecedentError
 from precedent.logging_json import configure_logging, log_format_from_environment
@@ -69,6 +69,9 @@ LIST_CHUNK_SIZE = 500
 # `kopf run` set up logging before importing this module: from here on every line is in the
 # format asked for (the settings, read at startup, confirm it or refuse with a JSON line).
 configure_logging(log_format_from_environment())
+# Before any thread of the operator allocates: its threads share two malloc arenas instead of
+# each growing its own (precedent.adapters.heap).
+limit_arenas()
 
 
 # Exit status of an operator whose configuration cannot be loaded: Kubernetes restarts it
@@ -93,6 +96,32 @@ def _stop(reason: str) -> NoReturn:
     sys.stderr.write(line + "\n")
     sys.stderr.flush()
     os._exit(EXIT_CANNOT_START)
+
+
+class _SpecDiffBase(kopf.StatusDiffBaseStorage):
+    """kopf's diff base in the status, built without copying the status first.
+
+    kopf copies the whole object, then drops its status and system metadata: an answered
+    request's status (the assessment) is most of the object, and was deep-copied on every
+    event only to be thrown away. The essence is the same (the status and the metadata other
+    than labels and annotations never enter it), unless a handler asks for a status or
+    metadata field, which kopf then builds as it does."""
+
+    def build(
+        self, *, body: kopf.Body, extra_fields: Iterable[Any] | None = None
+    ) -> kopf.BodyEssence:
+        fields = list(extra_fields or [])
+        if any(_outside_spec(field) for field in fields):
+            return super().build(body=body, extra_fields=fields)
+        meta = body.get("metadata") or {}
+        lean = {key: value for key, value in body.items() if key not in ("status", "metadata")}
+        lean["metadata"] = {key: meta[key] for key in ("labels", "annotations") if key in meta}
+        return super().build(body=cast(kopf.Body, lean), extra_fields=fields)
+
+
+def _outside_spec(field: Any) -> bool:
+    path = field.split(".") if isinstance(field, str) else list(field or [])
+    return not path or path[0] in ("status", "metadata")
 
 
 @kopf.on.startup(id="configure")
@@ -137,7 +166,7 @@ async def configure(
     # it in a single stream), which kopf would otherwise pair with a KopfPeering per namespace.
     settings.peering.clusterwide = True
     settings.persistence.progress_storage = kopf.StatusProgressStorage(field="status.kopf.progress")
-    settings.persistence.diffbase_storage = kopf.StatusDiffBaseStorage(
+    settings.persistence.diffbase_storage = _SpecDiffBase(
         field="status.kopf.last-handled-configuration"
     )
     # Handlers post their own Events; log lines below WARNING stay in the log only.
@@ -209,7 +238,7 @@ def _post(body: Mapping[str, Any], note: EventNote) -> None:
 @kopf.on.startup(id="outcomes")
 async def configure_outcomes(memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
     """Count every reported outcome before the first playbook's status is written (startup
-    handlers finish before any watch starts, see observe_outcome); start the resync."""
+    handlers finish before any watch starts, see request_event); start the resync."""
     runtime = _runtime(memo)
     try:
         for obj in await runtime.api.list_cluster_objects("remediationrequests"):
@@ -613,14 +642,48 @@ def _post_notes(body: kopf.Body, update: StatusUpdate, posted: bool) -> None:
         _post(body, extra)
 
 
-def _forged(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> bool:
+def _forged(type: str | None, body: kopf.Body, runtime: OperatorRuntime) -> bool:
     # A change while the operator runs (the initial listing is the resume handler's): the
     # status says Approved but this operator's mark does not vouch for it.
-    return type is not None and type != "DELETED" and _runtime(memo).signer.forged(body)
+    return type is not None and type != "DELETED" and runtime.signer.forged(body)
 
 
-@kopf.on.event(*REQUESTS, id="forged-approval", when=_forged)
-async def correct_forged_approval(
+# -- reported outcomes ------------------------------------------------------------------------
+# The ledger of reported outcomes is read from a list of every request at start-up (before any
+# handler runs) and kept current by the event handler below. Not a kopf index: kopf holds every
+# handler back until each indexed object is indexed, and does so at a cost that grows with the
+# square of the objects listed — with thousands of answered requests a restart answered
+# nothing for minutes (tests/faults/resume_probe.py measures it).
+
+
+def _outcome_may_change(
+    type: str | None, uid: str, spec: kopf.Spec, runtime: OperatorRuntime
+) -> bool:
+    # Only a request with an outcome, or one the ledger holds (its outcome could have gone),
+    # can change the ledger.
+    if type == "DELETED":
+        return False
+    return bool(spec.get("outcome")) or runtime.outcomes.ledger.get(uid) is not None
+
+
+def _request_event_matters(
+    type: str | None, uid: str, body: kopf.Body, spec: kopf.Spec, memo: kopf.Memo, **_: Any
+) -> bool:
+    # One filter for the three things an event of a request can call for (kopf builds the
+    # keyword arguments once per filter and event): most events call for none of them, and
+    # cost no handler run and no log line.
+    runtime = _runtime(memo)
+    return (
+        type == "DELETED"
+        or _outcome_may_change(type, uid, spec, runtime)
+        or _forged(type, body, runtime)
+    )
+
+
+@kopf.on.event(*REQUESTS, id="request-event", when=_request_event_matters)
+async def request_event(
+    type: str | None,
+    uid: str,
     body: kopf.Body,
     spec: kopf.Spec,
     status: kopf.Status,
@@ -630,11 +693,32 @@ async def correct_forged_approval(
     logger: kopf.Logger,
     **kwargs: Any,
 ) -> None:
+    """A deleted request leaves the outcome ledger; a request with an outcome keeps it
+    current; a forged ``Approved`` is answered over."""
+    runtime = _runtime(memo)
+    if type == "DELETED":
+        await _outcome_deleted(uid, runtime, logger)
+        return
+    if _outcome_may_change(type, uid, spec, runtime):
+        runtime.outcomes.observe(uid, spec, status)
+    if _forged(type, body, runtime):
+        await _correct_forged_approval(body, spec, status, meta, patch, runtime, logger, kwargs)
+
+
+async def _correct_forged_approval(
+    body: kopf.Body,
+    spec: kopf.Spec,
+    status: kopf.Status,
+    meta: kopf.Meta,
+    patch: kopf.Patch,
+    runtime: OperatorRuntime,
+    logger: kopf.Logger,
+    kwargs: Mapping[str, Any],
+) -> None:
     """Someone without the operator's key wrote ``Approved`` True: assess again and write the
     operator's own answer over it (a signed status), with a Warning Event."""
     logger.warning("the Approved condition was not written by this operator: assessing again")
     # The prior status may be forged too: it only ever makes the new answer stricter.
-    runtime = _runtime(memo)
     update = await _answer_and_post(body, spec, status, meta, runtime, 0, kwargs["approvals"])
     _post(
         body,
@@ -648,36 +732,8 @@ async def correct_forged_approval(
     patch.status.update(update.patch())
 
 
-# -- reported outcomes ------------------------------------------------------------------------
-# The ledger of reported outcomes is read from a list of every request at start-up (before any
-# handler runs) and kept current by the event handler below. Not a kopf index: kopf holds every
-# handler back until each indexed object is indexed, and does so at a cost that grows with the
-# square of the objects listed — with thousands of answered requests a restart answered
-# nothing for minutes (tests/faults/resume_probe.py measures it).
-
-
-def _outcome_may_change(
-    type: str | None, uid: str, spec: kopf.Spec, memo: kopf.Memo, **_: Any
-) -> bool:
-    # Only a request with an outcome, or one the ledger holds (its outcome could have gone),
-    # can change the ledger: the others cost no handler run and no log line per event.
-    if type == "DELETED":
-        return False
-    return bool(spec.get("outcome")) or _runtime(memo).outcomes.ledger.get(uid) is not None
-
-
-@kopf.on.event(*REQUESTS, id="outcome-ledger", when=_outcome_may_change)
-def observe_outcome(
-    uid: str, spec: kopf.Spec, status: kopf.Status, memo: kopf.Memo, **_: Any
-) -> None:
-    """Keep the ledger of accepted outcomes (by request uid) in step with the requests."""
-    _runtime(memo).outcomes.observe(uid, spec, status)
-
-
-@kopf.on.event(*REQUESTS, id="outcome-deleted", when=lambda type, **_: type == "DELETED")
-async def outcome_deleted(uid: str, memo: kopf.Memo, logger: kopf.Logger, **_: Any) -> None:
+async def _outcome_deleted(uid: str, runtime: OperatorRuntime, logger: kopf.Logger) -> None:
     """A deleted request's outcome stops counting; its playbook's status is recounted."""
-    runtime = _runtime(memo)
     runtime.recorder.deleted(uid)  # a deleted request no longer counts as Stalled
     outcomes = runtime.outcomes
     for playbook in outcomes.forget(uid):

@@ -31,6 +31,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from precedent.core.literals import necessary_literals
+
 __all__ = [
     "CHANGE",
     "FAILURE",
@@ -606,8 +608,33 @@ def _flat(text: str) -> str:
     return _SEPARATORS.sub(" ", text.lower())
 
 
+# Each concept with the literals one of which every match of its pattern holds (None: always
+# scanned); a request names a few concepts, so most patterns are skipped after a substring test.
+_SCANNED: tuple[tuple[SelectionConcept, frozenset[str] | None], ...] = tuple(
+    (concept, necessary_literals(concept.pattern)) for concept in SELECTION_CONCEPTS
+)
+_LITERALS: tuple[str, ...] = tuple(
+    sorted({literal for _, found in _SCANNED if found is not None for literal in found})
+)
+
+
 def concept_counts(text: str) -> dict[str, int]:
     """How often each selection concept's phrases occur in ``text`` (concepts found only)."""
+    flat = _flat(text)
+    present = {literal for literal in _LITERALS if literal in flat}
+    found: dict[str, int] = {}
+    for concept, literals in _SCANNED:
+        if literals is not None and literals.isdisjoint(present):
+            continue
+        hits = len(concept.pattern.findall(flat))
+        if hits:
+            found[concept.name] = hits
+    return found
+
+
+def concept_counts_scanning_all(text: str) -> dict[str, int]:
+    """:func:`concept_counts` by one scan of every concept's pattern (the reference the
+    literal pre-test is checked against)."""
     flat = _flat(text)
     found: dict[str, int] = {}
     for concept in SELECTION_CONCEPTS:
