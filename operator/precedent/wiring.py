@@ -30,6 +30,7 @@ from precedent.adapters.context_facts import load_facts, load_mapping
 from precedent.adapters.evaluation import load_history_jsonl
 from precedent.adapters.faiss_index import FaissIncidentIndex
 from precedent.adapters.graph_source import graph_from_files
+from precedent.adapters.heap import compacted
 from precedent.adapters.kube_api import KubeApi
 from precedent.adapters.loader import load_incidents, load_playbooks
 from precedent.adapters.vector_neighbours import VectorNeighbours
@@ -217,12 +218,14 @@ def load_history_files(paths: Sequence[str | Path]) -> list[Incident]:
 
     A YAML file is read whole, within the input limit (64 MiB, about 35,000 incidents); a
     directory holds any number of such files, and a JSON Lines history is read one line at a
-    time, whatever its size. A YAML file over the limit is refused naming both ways.
+    time, whatever its size. A YAML file over the limit is refused naming both ways. The
+    incidents are made again once the parse's garbage is gone (``compacted``): the operator
+    keeps them for its lifetime.
     """
     if len(paths) == 1 and str(paths[0]).endswith(".jsonl"):
-        return list(load_history_jsonl(paths[0]).incidents)
+        return compacted(lambda: list(load_history_jsonl(paths[0]).incidents))
     try:
-        return load_incidents(paths)
+        return compacted(lambda: load_incidents(paths))
     except TooLarge as exc:
         raise LoadError(
             f"{exc}; a larger history loads as a directory of YAML files under the limit, or "
