@@ -39,6 +39,7 @@ Two orders (:attr:`RankingWeights.order`, ``PRECEDENT_RANKING_ORDER``):
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
@@ -135,6 +136,7 @@ def _product(parts: dict[str, float], *, leave_out: str | None = None) -> float:
     return product
 
 
+@functools.lru_cache(maxsize=4096)
 def _action_key(action: str) -> str:
     """The action's first action concept (``reduce_replicas`` → ``~scale-down``), else its
     name: two actions are the same kind of change when their keys are equal."""

@@ -36,6 +36,7 @@ query is scored against the whole catalog with a few numpy operations.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -137,8 +138,10 @@ def parse_label(text: str) -> tuple[str, str]:
     return normalize_label_key(key), value
 
 
-def _action_concepts(action: str) -> list[str]:
-    return [c.removeprefix("~") for c in concepts(action.replace("_", " "))]
+@functools.lru_cache(maxsize=4096)
+def _action_concepts(action: str) -> tuple[str, ...]:
+    # Requests name a few actions over and over: each is matched against the vocabulary once.
+    return tuple(c.removeprefix("~") for c in concepts(action.replace("_", " ")))
 
 
 def action_label(action: str) -> str | None:
