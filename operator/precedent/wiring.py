@@ -49,7 +49,7 @@ from precedent.services.approvals import ApprovalPolicy, ApprovalService, Reques
 from precedent.services.assessment import AssessmentSettings, Assessor, IncidentScorer
 from precedent.services.blast_radius import BlastRadiusService
 from precedent.services.events import EventPoster
-from precedent.services.fair_queue import INLINE_BELOW_SECONDS, FairQueue, FairSlots
+from precedent.services.fair_queue import FairQueue, FairSlots
 from precedent.services.history import HistoryStore
 from precedent.services.integrity import StatusSigner
 from precedent.services.memory import FleetMemory
@@ -436,7 +436,7 @@ def build_service(
         memory=fleet,
         blast=blast,
         facts=facts,
-        queue=FairQueue("precedent-assess", inline_below=INLINE_BELOW_SECONDS),
+        queue=FairQueue("precedent-assess"),
     )
     objects = ClusterObjects(store, local, memory=fleet, outcomes=outcomes)
     return Engine(assessor, objects, outcomes)
