@@ -69,7 +69,7 @@ LIST_CHUNK_SIZE = 500
 # `kopf run` set up logging before importing this module: from here on every line is in the
 # format asked for (the settings, read at startup, confirm it or refuse with a JSON line).
 configure_logging(log_format_from_environment())
-# Before any thread of the operator allocates: its threads share two malloc arenas instead of
+# Before any thread of the operator allocates: its threads share one malloc arena instead of
 # each growing its own (precedent.adapters.heap).
 limit_arenas()
 
