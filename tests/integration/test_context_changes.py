@@ -53,7 +53,15 @@ def test_relabelling_a_namespace_answers_its_requests_again(cluster: Cluster) ->
         # An admin says checkout is production after all: the answer follows at once.
         relabel(cluster, "checkout", "production")
         again = facts_say(cluster, "in-checkout", "production from namespace label on checkout")
-        events = {e["reason"] for e in cluster.events_for("in-checkout")}
+        # The Event that says why is posted through kopf's queue, after the status.
+        events = eventually(
+            lambda: (
+                reasons
+                if "ContextChanged"
+                in (reasons := {e["reason"] for e in cluster.events_for("in-checkout")})
+                else None
+            )
+        )
         # The same request made now gets the same answer.
         assert cluster.create(payment_restart("control", "checkout")).status_code == 201
         control = answered(cluster, "control")
