@@ -15,8 +15,9 @@ Each round starts a fresh sandbox and operator and measures, after one warm-up r
 Medians over the rounds; p99s within a round. Environment: BENCH_OPERATOR_N (default 3000),
 BENCH_OPERATOR_HISTORY (default 10000 incidents), BENCH_OPERATOR_ROUNDS (default 3),
 BENCH_OPERATOR_RATES (default 20,50,100), BENCH_OPERATOR_SECONDS (default 10),
-BENCH_OPERATOR_FLOOD (default 1000; 0 skips it), BENCH_OPERATOR_ONLY (``precedent`` or
-``noop`` runs one operator only).
+BENCH_OPERATOR_FLOOD (default 1000; 0 skips it), BENCH_OPERATOR_ONLY (``precedent``,
+``noop`` or ``replay`` runs one operator only), BENCH_OPERATOR_REPLAY=1 (adds Precedent with its
+assessment replayed, ``tests/bench/replay_operator.py``: what the rest of its handling costs).
 """
 
 from __future__ import annotations
@@ -342,12 +343,18 @@ def main() -> None:
     size = int(os.environ.get("BENCH_OPERATOR_HISTORY", "10000"))
     rounds = int(os.environ.get("BENCH_OPERATOR_ROUNDS", "3"))
     only = os.environ.get("BENCH_OPERATOR_ONLY", "")
-    modules = {"noop": "tests.bench.noop_operator", "precedent": "precedent.handlers"}
+    replay = os.environ.get("BENCH_OPERATOR_REPLAY") == "1"
+    modules = {
+        "noop": "tests.bench.noop_operator",
+        "precedent": "precedent.handlers",
+        "replay": "tests.bench.replay_operator",
+    }
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         history = workdir / "history.yaml"
         synthetic_history(size, history)
-        results: dict[str, list[dict[str, Any]]] = {k: [] for k in modules if only in ("", k)}
+        wanted = [k for k in modules if only == k or (not only and (k != "replay" or replay))]
+        results: dict[str, list[dict[str, Any]]] = {k: [] for k in wanted}
         load = os.getloadavg()[0]
         for _ in range(rounds):
             for key in results:
@@ -363,7 +370,8 @@ def main() -> None:
     for rate in _rates():
         print(f"{f'{rate}/s p50/p99 ms':>22}", end="")
     print(f"{'flood→other s':>15}{'flood before':>14}")
-    for key, label in (("noop", "no-op kopf"), ("precedent", "precedent")):
+    labels = (("noop", "no-op kopf"), ("precedent", "precedent"), ("replay", "replayed"))
+    for key, label in labels:
         if key not in results:
             continue
         print(
@@ -378,11 +386,13 @@ def main() -> None:
             print(f"{med(key, 'fair_s'):>15.2f}{med(key, 'fair_before'):>14.0f}")
         else:
             print()
-    if len(results) == 2:
-        pairs = zip(results["precedent"], results["noop"], strict=True)
-        ratios = [p["rate"] / q["rate"] for p, q in pairs]
-        listed = ", ".join(f"{r:.2f}" for r in ratios)
-        print(f"ratio precedent / no-op: {statistics.median(ratios):.2f} (rounds: {listed})")
+    for key in ("precedent", "replay"):
+        if key in results and "noop" in results:
+            pairs = zip(results[key], results["noop"], strict=True)
+            ratios = [p["rate"] / q["rate"] for p, q in pairs]
+            listed = ", ".join(f"{r:.2f}" for r in ratios)
+            name = "precedent" if key == "precedent" else "replayed assessment"
+            print(f"ratio {name} / no-op: {statistics.median(ratios):.2f} (rounds: {listed})")
 
 
 if __name__ == "__main__":
