@@ -218,12 +218,13 @@ def load_history_files(paths: Sequence[str | Path]) -> list[Incident]:
 
     A YAML file is read whole, within the input limit (64 MiB, about 35,000 incidents); a
     directory holds any number of such files, and a JSON Lines history is read one line at a
-    time, whatever its size. A YAML file over the limit is refused naming both ways. The
-    incidents are made again once the parse's garbage is gone (``compacted``): the operator
-    keeps them for its lifetime.
+    time, whatever its size. A YAML file over the limit is refused naming both ways. Incidents
+    from YAML are made again once the parse's garbage is gone (``compacted``): the operator
+    keeps them for its lifetime. A JSON Lines history, parsed a line at a time, gained nothing
+    from it (and would pay its copy's peak, gigabytes at a million incidents).
     """
     if len(paths) == 1 and str(paths[0]).endswith(".jsonl"):
-        return compacted(lambda: list(load_history_jsonl(paths[0]).incidents))
+        return list(load_history_jsonl(paths[0]).incidents)
     try:
         return compacted(lambda: load_incidents(paths))
     except TooLarge as exc:
