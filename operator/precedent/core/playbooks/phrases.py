@@ -632,18 +632,6 @@ def concept_counts(text: str) -> dict[str, int]:
     return found
 
 
-def concept_counts_scanning_all(text: str) -> dict[str, int]:
-    """:func:`concept_counts` by one scan of every concept's pattern (the reference the
-    literal pre-test is checked against)."""
-    flat = _flat(text)
-    found: dict[str, int] = {}
-    for concept in SELECTION_CONCEPTS:
-        hits = len(concept.pattern.findall(flat))
-        if hits:
-            found[concept.name] = hits
-    return found
-
-
 def kind_objects(kind: str) -> tuple[str, ...]:
     """The object concepts a target kind names (``Node`` → ``node``); none for a generic kind
     such as ``Deployment`` or ``Secret``, which says nothing about what the change is for."""
