@@ -27,7 +27,7 @@ from typing import Any, NoReturn, cast
 import kopf
 import prometheus_client
 
-from precedent.adapters.heap import limit_arenas, release_free_memory
+from precedent.adapters.heap import freeze_startup_heap, limit_arenas, release_free_memory
 from precedent.adapters.kube_api import ApiConnection, KubeApi
 from precedent.errors import DependencyError, InputError, PrecedentError
 from precedent.logging_json import configure_logging, log_format_from_environment
@@ -195,7 +195,9 @@ async def configure(
     except PrecedentError as exc:
         _stop(f"vector index: {exc}")
     logger.info("%s in %.1f s", report, time.perf_counter() - started)
-    # Parsing the history and building the index freed most of what they allocated.
+    # Parsing the history and building the index freed most of what they allocated; what is
+    # left lives as long as the process, and the garbage collector stops walking it.
+    await asyncio.to_thread(freeze_startup_heap)
     await asyncio.to_thread(release_free_memory)
     if runtime.signer.ephemeral:
         logging.getLogger(__name__).warning(

@@ -25,7 +25,7 @@ import pickle
 from collections.abc import Callable
 from typing import TypeVar
 
-__all__ = ["compacted", "limit_arenas", "release_free_memory"]
+__all__ = ["compacted", "freeze_startup_heap", "limit_arenas", "release_free_memory"]
 
 _M_ARENA_MAX = -8  # glibc's malloc.h
 ARENAS = 1
@@ -69,6 +69,23 @@ def release_free_memory() -> bool:
         return False
     trim(0)
     return True
+
+
+def freeze_startup_heap() -> int:
+    """Collect garbage, then move every object alive now out of the cyclic collector's reach
+    (``gc.freeze``); returns how many were moved.
+
+    What start-up built (the history's incidents, the vector index's tables, the catalog, the
+    imported modules: millions of objects at 10k incidents) lives as long as the process, yet
+    every full collection walked all of it: at 10k incidents each took 0.14-0.25 s, and the
+    collector cost about 0.5 ms of the CPU time of each request (``bench_operator``). Frozen
+    objects are still freed when nothing refers to them (a replaced incident, a rebuilt
+    index); only a reference cycle among them would stay, and the history's objects make
+    none.
+    """
+    gc.collect()
+    gc.freeze()
+    return gc.get_freeze_count()
 
 
 def compacted(make: Callable[[], T]) -> T:
