@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from precedent.adapters.heap import (
+    COLLECTOR_THRESHOLDS,
     compacted,
     freeze_startup_heap,
     limit_arenas,
@@ -49,6 +50,7 @@ def test_the_heap_calls_say_whether_they_ran(monkeypatch: pytest.MonkeyPatch) ->
 def test_the_startup_heap_is_frozen_out_of_the_collector() -> None:
     import gc
 
+    thresholds = gc.get_threshold()
     gc.unfreeze()
     try:
         kept = [[i] for i in range(1000)]  # tracked containers alive at "start-up"
@@ -58,5 +60,7 @@ def test_the_startup_heap_is_frozen_out_of_the_collector() -> None:
         # A collection no longer walks them: they are in none of its generations.
         walked = {id(o) for generation in range(3) for o in gc.get_objects(generation)}
         assert not walked & {id(k) for k in kept}
+        assert gc.get_threshold() == COLLECTOR_THRESHOLDS
     finally:
         gc.unfreeze()
+        gc.set_threshold(*thresholds)
