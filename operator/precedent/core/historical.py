@@ -412,14 +412,19 @@ def _rank_and_list(
     that the list leaves out. ``shown`` is the similarity each listed incident shows.
     """
     mode, sem = matches.mode, matches.semantic
-    vector = _vector_term(mode, shown, sem)
+    # The vector term of the incidents that can be listed only (element-wise: the same values
+    # as over the whole history, without a pass over every incident per request).
+    needed = np.asarray([*candidates, *([] if keep is None else [keep])], dtype=np.intp)
+    vector = dict(
+        zip(needed.tolist(), _vector_term(mode, shown[needed], sem[needed]).tolist(), strict=True)
+    )
 
     def ranked(positions: Sequence[int]) -> list[tuple[int, float]]:
         entries = []
         for p in positions:
             rank = rank_score(
                 history.incidents[p],
-                float(vector[p]),
+                vector[p],
                 resource_name=action.resource_name,
                 now=now,
                 weights=ranking,

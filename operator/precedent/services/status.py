@@ -14,7 +14,7 @@ not run (Denied by policy, Rejected, or its approval Expired: it waits for a new
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -63,6 +63,9 @@ class StatusUpdate:
     """The operator's signature over the answer (assessed only): see ``services.integrity``."""
     notes: tuple[EventNote, ...] = ()
     """More Events to post (a requester's claim the answer did not use)."""
+    signed_body: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
+    """The status as signed (``signed`` made it): ``patch`` starts from it instead of
+    serialising the status a second time."""
 
     @classmethod
     def assessed(
@@ -199,11 +202,13 @@ class StatusUpdate:
         """The same update carrying the operator's mark (assessed updates only)."""
         if self.outcome != "assessed":
             return self
-        return replace(self, mark=signer.sign(uid, self.status.to_patch()))
+        body = self.status.to_patch()
+        return replace(self, mark=signer.sign(uid, body), signed_body=body)
 
     def patch(self) -> dict[str, Any]:
         """The fields to merge into ``status``."""
-        body = self.status.to_patch()
+        signed = self.signed_body
+        body = dict(signed) if signed is not None else self.status.to_patch()
         if self.outcome in ("waiting", "retrying"):
             del body["observedGeneration"]
         if self.mark is not None:
