@@ -15,7 +15,9 @@ Each round starts a fresh sandbox and operator and measures, after one warm-up r
 Medians over the rounds; p99s within a round. Environment: BENCH_OPERATOR_N (default 3000),
 BENCH_OPERATOR_HISTORY (default 10000 incidents), BENCH_OPERATOR_ROUNDS (default 3),
 BENCH_OPERATOR_RATES (default 20,50,100), BENCH_OPERATOR_SECONDS (default 10),
-BENCH_OPERATOR_FLOOD (default 1000; 0 skips it), BENCH_OPERATOR_ONLY (``precedent``,
+BENCH_OPERATOR_FLOOD (default 1000; 0 skips it), BENCH_OPERATOR_SCOPE (kopf's namespace flags;
+default ``--namespace=*``, a watch stream per namespace, as the shipped Deployment runs;
+``--all-namespaces`` is one cluster-wide stream), BENCH_OPERATOR_ONLY (``precedent``,
 ``noop`` or ``replay`` runs one operator only), BENCH_OPERATOR_REPLAY=1 (adds Precedent with its
 assessment replayed, ``tests/bench/replay_operator.py``: what the rest of its handling costs).
 """
@@ -45,6 +47,9 @@ from precedent.adapters.loader import load_incidents
 
 REPO = Path(__file__).resolve().parents[2]
 GROUP_PATH = "/apis/precedent.dev/v1alpha1"
+# The namespaces kopf serves, as manifests/deployment.yaml runs the operator (a watch stream per
+# namespace); BENCH_OPERATOR_SCOPE=--all-namespaces measures one cluster-wide stream.
+SCOPE = "--namespace=*"
 
 
 def free_port() -> int:
@@ -318,7 +323,7 @@ def run_once(module: str, n: int, history: Path, workdir: Path) -> dict[str, Any
     sandbox, url = start_sandbox(workdir / f"kubeconfig-{module}")
     operator = None
     try:
-        scope = os.environ.get("BENCH_OPERATOR_SCOPE", "--all-namespaces").split()
+        scope = os.environ.get("BENCH_OPERATOR_SCOPE", SCOPE).split()
         operator = start_operator(module, workdir / f"kubeconfig-{module}", history, scope)
         prefix = module.rsplit(".", 1)[-1].replace("_", "-")
         return asyncio.run(drive(url, operator.pid, n, prefix))
@@ -365,7 +370,11 @@ def main() -> None:
         values = [r[field] if part is None else r[field][part] for r in results[key]]
         return float(statistics.median(values))
 
-    print(f"requests: {n}, history: {size} incidents, rounds: {rounds}, load ~{load:.1f}")
+    scope = os.environ.get("BENCH_OPERATOR_SCOPE", SCOPE)
+    print(
+        f"requests: {n}, history: {size} incidents, rounds: {rounds}, scope: {scope}, "
+        f"load ~{load:.1f}"
+    )
     print(f"{'operator':<12}{'requests/s':>12}{'CPU ms/req':>12}{'RSS MiB':>10}", end="")
     for rate in _rates():
         print(f"{f'{rate}/s p50/p99 ms':>22}", end="")

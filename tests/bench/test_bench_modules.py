@@ -15,3 +15,16 @@ MODULES = sorted(p.stem for p in Path(__file__).parent.glob("bench_*.py"))
 def test_the_benchmark_module_imports_and_has_a_main(module: str) -> None:
     loaded = importlib.import_module(f"tests.bench.{module}")
     assert callable(getattr(loaded, "main", None)), f"{module} has no main()"
+
+
+def test_the_operator_benchmark_serves_the_namespaces_the_deployment_does() -> None:
+    # "Default settings" are the shipped ones: the benchmark's kopf scope is the Deployment's.
+    import yaml
+
+    from tests.bench.bench_operator import REPO, SCOPE
+
+    deployment = yaml.safe_load((REPO / "manifests" / "deployment.yaml").read_text())
+    containers = deployment["spec"]["template"]["spec"]["containers"]
+    args = next(c["args"] for c in containers if c["name"] == "operator")
+    scopes = [a for a in args if a.startswith("--namespace") or a == "--all-namespaces"]
+    assert scopes == [SCOPE]
