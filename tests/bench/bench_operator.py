@@ -36,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -50,6 +50,8 @@ GROUP_PATH = "/apis/precedent.dev/v1alpha1"
 # The namespaces kopf serves, as manifests/deployment.yaml runs the operator (a watch stream per
 # namespace); BENCH_OPERATOR_SCOPE=--all-namespaces measures one cluster-wide stream.
 SCOPE = "--namespace=*"
+# Larger histories are written as JSON Lines (see write_history).
+YAML_HISTORY_MAX = 20_000
 
 
 def free_port() -> int:
@@ -58,10 +60,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def synthetic_history(size: int, path: Path) -> None:
-    """``size`` incidents: the bundled ones, then variants with other names and ids."""
+def _variant_specs(size: int) -> Iterator[dict[str, Any]]:
+    """``size`` incident specs: the bundled ones, then variants with other names and ids."""
     base = load_incidents([REPO / "data" / "incidents"])
-    docs = []
     for i in range(size):
         src = base[i % len(base)]
         spec = src.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -69,15 +70,41 @@ def synthetic_history(size: int, path: Path) -> None:
             spec["id"] = f"{src.id}-v{i}"
             if "resource" in spec:
                 spec["resource"]["name"] = f"{spec['resource']['name']}-{i % 97}"
-        docs.append(
-            {
-                "apiVersion": "precedent.dev/v1alpha1",
-                "kind": "Incident",
-                "metadata": {"name": spec["id"].lower()},
-                "spec": spec,
-            }
-        )
+        yield spec
+
+
+def synthetic_history(size: int, path: Path) -> None:
+    """``size`` incidents as Incident documents in one YAML file."""
+    docs = [
+        {
+            "apiVersion": "precedent.dev/v1alpha1",
+            "kind": "Incident",
+            "metadata": {"name": spec["id"].lower()},
+            "spec": spec,
+        }
+        for spec in _variant_specs(size)
+    ]
     path.write_text(yaml.safe_dump_all(docs, sort_keys=False))
+
+
+def jsonl_history(size: int, path: Path) -> None:
+    """The same incidents as JSON Lines (the format for a history too large for one YAML file
+    under the 64 MiB input limit)."""
+    with path.open("w", encoding="utf-8") as out:
+        for spec in _variant_specs(size):
+            out.write(json.dumps(spec) + "\n")
+
+
+def write_history(size: int, workdir: Path) -> Path:
+    """The benchmark's history: one YAML file up to YAML_HISTORY_MAX incidents, JSON Lines
+    beyond (100k incidents of YAML are about 180 MB)."""
+    if size <= YAML_HISTORY_MAX:
+        path = workdir / "history.yaml"
+        synthetic_history(size, path)
+    else:
+        path = workdir / "history.jsonl"
+        jsonl_history(size, path)
+    return path
 
 
 def rss_mib(pid: int) -> float:
@@ -356,8 +383,7 @@ def main() -> None:
     }
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
-        history = workdir / "history.yaml"
-        synthetic_history(size, history)
+        history = write_history(size, workdir)
         wanted = [k for k in modules if only == k or (not only and (k != "replay" or replay))]
         results: dict[str, list[dict[str, Any]]] = {k: [] for k in wanted}
         load = os.getloadavg()[0]

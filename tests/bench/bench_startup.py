@@ -28,32 +28,18 @@ from pathlib import Path
 
 import httpx
 
-from precedent.adapters.loader import load_incidents
 from tests.bench.bench_operator import (
     GROUP_PATH,
     REPO,
     ReadyWatch,
     free_port,
+    jsonl_history,
     request_body,
     rss_mib,
     start_operator,
     start_sandbox,
     stop,
 )
-
-
-def jsonl_history(size: int, path: Path) -> None:
-    """``size`` incidents as JSON Lines: the bundled ones, then variants (bench_operator's)."""
-    base = load_incidents([REPO / "data" / "incidents"])
-    with path.open("w", encoding="utf-8") as out:
-        for i in range(size):
-            src = base[i % len(base)]
-            spec = src.model_dump(mode="json", by_alias=True, exclude_none=True)
-            if i >= len(base):
-                spec["id"] = f"{src.id}-v{i}"
-                if "resource" in spec:
-                    spec["resource"]["name"] = f"{spec['resource']['name']}-{i % 97}"
-            out.write(json.dumps(spec) + "\n")
 
 
 def _ready_at(url: str, process: subprocess.Popen[bytes], timeout: float, log: Path) -> float:
