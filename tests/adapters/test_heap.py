@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
+import weakref
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -13,10 +17,12 @@ from precedent.adapters.heap import (
     limit_arenas,
     release_free_memory,
 )
-from precedent.adapters.loader import load_incidents
-from precedent.wiring import load_history_files
+from precedent.adapters.loader import load_incidents, load_requests
+from precedent.settings import Settings
+from precedent.wiring import build_service, load_history_files
 
-DATA = Path(__file__).resolve().parents[2] / "data" / "incidents"
+REPO = Path(__file__).resolve().parents[2]
+DATA = REPO / "data" / "incidents"
 
 
 def test_a_compacted_history_equals_the_parsed_one() -> None:
@@ -48,8 +54,6 @@ def test_the_heap_calls_say_whether_they_ran(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_the_startup_heap_is_frozen_out_of_the_collector() -> None:
-    import gc
-
     thresholds = gc.get_threshold()
     gc.unfreeze()
     try:
@@ -64,3 +68,34 @@ def test_the_startup_heap_is_frozen_out_of_the_collector() -> None:
     finally:
         gc.unfreeze()
         gc.set_threshold(*thresholds)
+
+
+def test_a_replaced_history_is_freed_without_the_cyclic_collector() -> None:
+    # What freeze_startup_heap relies on: the start-up history, once frozen, is only ever
+    # freed by reference counting, so it must hold no reference cycle (with the caches the
+    # assessments build on it).
+    settings = Settings(history_path=DATA, catalog=str(REPO / "data" / "playbooks"))
+    assessor = build_service(settings, require_history=True, follows_cluster=True).assessor
+    assessor.scorer.prepare_index()
+
+    async def assess_some() -> None:
+        try:
+            for request in load_requests([REPO / "data" / "requests"])[:20]:
+                await assessor.assess(request.spec, now=datetime.now(UTC), namespace="default")
+        finally:
+            await assessor.aclose()
+
+    asyncio.run(assess_some())
+    store = assessor.scorer.history
+    assert len(store.snapshot) > 100  # the bundled history, with what assessing it cached
+    first = weakref.ref(store.snapshot)
+    gc.collect()
+    gc.disable()
+    try:
+        # An Incident object arrives: the next snapshot replaces the first.
+        spec = load_incidents([DATA])[0].model_dump(mode="json", by_alias=True, exclude_none=True)
+        store.upsert("inc-new", {**spec, "id": "INC-NEW-1"})
+        assert len(store.snapshot) == len(load_incidents([DATA])) + 1
+        assert first() is None
+    finally:
+        gc.enable()
