@@ -346,12 +346,14 @@ def stop(*processes: subprocess.Popen[bytes] | None, timeout: float) -> None:
                 proc.kill()
 
 
-def run_once(module: str, n: int, history: Path, workdir: Path) -> dict[str, Any]:
+def run_once(
+    module: str, n: int, history: Path, workdir: Path, scope: str = SCOPE
+) -> dict[str, Any]:
     sandbox, url = start_sandbox(workdir / f"kubeconfig-{module}")
     operator = None
     try:
-        scope = os.environ.get("BENCH_OPERATOR_SCOPE", SCOPE).split()
-        operator = start_operator(module, workdir / f"kubeconfig-{module}", history, scope)
+        kubeconfig = workdir / f"kubeconfig-{module}"
+        operator = start_operator(module, kubeconfig, history, scope.split())
         prefix = module.rsplit(".", 1)[-1].replace("_", "-")
         return asyncio.run(drive(url, operator.pid, n, prefix))
     finally:
@@ -375,6 +377,7 @@ def main() -> None:
     size = int(os.environ.get("BENCH_OPERATOR_HISTORY", "10000"))
     rounds = int(os.environ.get("BENCH_OPERATOR_ROUNDS", "3"))
     only = os.environ.get("BENCH_OPERATOR_ONLY", "")
+    scope = os.environ.get("BENCH_OPERATOR_SCOPE", SCOPE)
     replay = os.environ.get("BENCH_OPERATOR_REPLAY") == "1"
     modules = {
         "noop": "tests.bench.noop_operator",
@@ -389,14 +392,13 @@ def main() -> None:
         load = os.getloadavg()[0]
         for _ in range(rounds):
             for key in results:
-                results[key].append(run_once(modules[key], n, history, workdir))
+                results[key].append(run_once(modules[key], n, history, workdir, scope))
         load = max(load, os.getloadavg()[0])
 
     def med(key: str, field: str, part: int | None = None) -> float:
         values = [r[field] if part is None else r[field][part] for r in results[key]]
         return float(statistics.median(values))
 
-    scope = os.environ.get("BENCH_OPERATOR_SCOPE", SCOPE)
     print(
         f"requests: {n}, history: {size} incidents, rounds: {rounds}, scope: {scope}, "
         f"load ~{load:.1f}"
