@@ -15,8 +15,10 @@ Each round starts a fresh sandbox and operator and measures, after one warm-up r
 Medians over the rounds; p99s within a round. Environment: BENCH_OPERATOR_N (default 3000),
 BENCH_OPERATOR_HISTORY (default 10000 incidents), BENCH_OPERATOR_ROUNDS (default 3),
 BENCH_OPERATOR_RATES (default 20,50,100), BENCH_OPERATOR_SECONDS (default 10),
-BENCH_OPERATOR_FLOOD (default 1000; 0 skips it), BENCH_OPERATOR_SCOPE (kopf's namespace flags;
-default ``--namespace=*``, a watch stream per namespace, as the shipped Deployment runs;
+BENCH_OPERATOR_FLOOD (default 1000; 0 skips it), BENCH_OPERATOR_ENV (``image``, the default: the
+operators run from the packages the image installs, see ``runtime_python``; ``dev`` runs them
+from the development environment, as the benchmark itself runs), BENCH_OPERATOR_SCOPE (kopf's
+namespace flags; default ``--namespace=*``, a watch stream per namespace, as the shipped Deployment runs;
 ``--all-namespaces`` is one cluster-wide stream), BENCH_OPERATOR_ONLY (``precedent``,
 ``noop`` or ``replay`` runs one operator only), BENCH_OPERATOR_REPLAY=1 (adds Precedent with its
 assessment replayed, ``tests/bench/replay_operator.py``: what the rest of its handling costs).
@@ -52,6 +54,51 @@ GROUP_PATH = "/apis/precedent.dev/v1alpha1"
 SCOPE = "--namespace=*"
 # Larger histories are written as JSON Lines (see write_history).
 YAML_HISTORY_MAX = 20_000
+# The operators' environment with the image's packages (see runtime_python).
+RUNTIME = REPO / ".cache" / "runtime"
+UV = REPO / ".cache" / "uv-tool" / "bin" / "uv"
+
+
+def runtime_python(kind: str | None = None) -> tuple[str, str]:
+    """The interpreter the operators run on, and what it is.
+
+    ``image`` (the default, BENCH_OPERATOR_ENV): a virtual environment with what the Dockerfile
+    installs — the locked runtime dependencies without the dev group or extras, the product
+    as a built wheel, bytecode compiled (``UV_COMPILE_BYTECODE`` in the image) — synced from
+    uv.lock before each benchmark. The development environment adds packages the operator
+    imports when they are installed (kopf imports the Kubernetes client of the ``kubectl``
+    extra; httpx imports rich and pygments): about 30 MiB of RSS the image does not have.
+    ``dev``: the development environment (``sys.executable``).
+    """
+    kind = kind or os.environ.get("BENCH_OPERATOR_ENV", "image")
+    if kind == "dev":
+        return sys.executable, "dev (the development environment)"
+    if kind != "image":
+        raise SystemExit(f"BENCH_OPERATOR_ENV: expected image or dev, got {kind!r}")
+    if not UV.exists():
+        raise SystemExit(f"{UV} is missing: run `make install-dev` first")
+    environment = {**os.environ, "UV_PROJECT_ENVIRONMENT": str(RUNTIME)}
+    environment.pop("VIRTUAL_ENV", None)
+    done = subprocess.run(
+        [
+            str(UV),
+            "sync",
+            "--locked",
+            "--no-dev",
+            "--no-editable",
+            "--compile-bytecode",
+            "--python",
+            sys.executable,
+            "--quiet",
+        ],
+        cwd=REPO,
+        env=environment,
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"the image's environment could not be synced:\n{done.stderr}")
+    return str(RUNTIME / "bin" / "python"), "image (the image's packages, bytecode compiled)"
 
 
 def free_port() -> int:
@@ -315,8 +362,10 @@ def start_operator(
     *,
     env: Mapping[str, str] | None = None,
     stderr: int | IO[bytes] = subprocess.DEVNULL,
+    python: str | None = None,
 ) -> subprocess.Popen[bytes]:
-    """``kopf run -m module`` as a process against the sandbox of ``kubeconfig``."""
+    """``kopf run -m module`` as a process against the sandbox of ``kubeconfig``, on
+    ``python`` (by default the benchmark's own interpreter)."""
     environment = {
         **os.environ,
         "KUBECONFIG": str(kubeconfig),
@@ -327,7 +376,17 @@ def start_operator(
         **(env or {}),
     }
     return subprocess.Popen(
-        [sys.executable, "-m", "kopf", "run", "-m", module, *args, "--standalone", "--quiet"],
+        [
+            python or sys.executable,
+            "-m",
+            "kopf",
+            "run",
+            "-m",
+            module,
+            *args,
+            "--standalone",
+            "--quiet",
+        ],
         cwd=REPO,
         env=environment,
         stdout=subprocess.DEVNULL,
@@ -347,13 +406,18 @@ def stop(*processes: subprocess.Popen[bytes] | None, timeout: float) -> None:
 
 
 def run_once(
-    module: str, n: int, history: Path, workdir: Path, scope: str = SCOPE
+    module: str,
+    n: int,
+    history: Path,
+    workdir: Path,
+    scope: str = SCOPE,
+    python: str | None = None,
 ) -> dict[str, Any]:
     sandbox, url = start_sandbox(workdir / f"kubeconfig-{module}")
     operator = None
     try:
         kubeconfig = workdir / f"kubeconfig-{module}"
-        operator = start_operator(module, kubeconfig, history, scope.split())
+        operator = start_operator(module, kubeconfig, history, scope.split(), python=python)
         prefix = module.rsplit(".", 1)[-1].replace("_", "-")
         return asyncio.run(drive(url, operator.pid, n, prefix))
     finally:
@@ -379,6 +443,7 @@ def main() -> None:
     only = os.environ.get("BENCH_OPERATOR_ONLY", "")
     scope = os.environ.get("BENCH_OPERATOR_SCOPE", SCOPE)
     replay = os.environ.get("BENCH_OPERATOR_REPLAY") == "1"
+    python, environment = runtime_python()
     modules = {
         "noop": "tests.bench.noop_operator",
         "precedent": "precedent.handlers",
@@ -392,7 +457,7 @@ def main() -> None:
         load = os.getloadavg()[0]
         for _ in range(rounds):
             for key in results:
-                results[key].append(run_once(modules[key], n, history, workdir, scope))
+                results[key].append(run_once(modules[key], n, history, workdir, scope, python))
         load = max(load, os.getloadavg()[0])
 
     def med(key: str, field: str, part: int | None = None) -> float:
@@ -403,6 +468,7 @@ def main() -> None:
         f"requests: {n}, history: {size} incidents, rounds: {rounds}, scope: {scope}, "
         f"load ~{load:.1f}"
     )
+    print(f"operators' environment: {environment}")
     print(f"{'operator':<12}{'requests/s':>12}{'CPU ms/req':>12}{'RSS MiB':>10}", end="")
     for rate in _rates():
         print(f"{f'{rate}/s p50/p99 ms':>22}", end="")

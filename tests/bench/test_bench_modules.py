@@ -28,3 +28,31 @@ def test_the_operator_benchmark_serves_the_namespaces_the_deployment_does() -> N
     args = next(c["args"] for c in containers if c["name"] == "operator")
     scopes = [a for a in args if a.startswith("--namespace") or a == "--all-namespaces"]
     assert scopes == [SCOPE]
+
+
+def test_the_operator_benchmark_installs_what_the_image_installs() -> None:
+    # RSS and CPU are the image's: the same locked packages, no dev group, the product as a
+    # wheel, bytecode compiled. The Dockerfile and the benchmark must not drift apart.
+    import inspect
+
+    from tests.bench import bench_operator
+    from tests.bench.bench_operator import REPO
+
+    dockerfile = (REPO / "Dockerfile").read_text()
+    assert "UV_COMPILE_BYTECODE=1" in dockerfile
+    assert "uv sync --frozen --no-dev --no-editable" in dockerfile
+    source = inspect.getsource(bench_operator.runtime_python)
+    for flag in ("--no-dev", "--no-editable", "--compile-bytecode"):
+        assert f'"{flag}"' in source
+    assert '"--all-extras"' not in source
+    assert '"--extra"' not in source
+
+
+def test_the_operator_benchmark_can_run_the_development_environment() -> None:
+    import sys
+
+    from tests.bench.bench_operator import runtime_python
+
+    assert runtime_python("dev")[0] == sys.executable
+    with pytest.raises(SystemExit, match="BENCH_OPERATOR_ENV"):
+        runtime_python("prod")
