@@ -18,10 +18,11 @@ BENCH_OPERATOR_RATES (default 20,50,100), BENCH_OPERATOR_SECONDS (default 10),
 BENCH_OPERATOR_FLOOD (default 1000; 0 skips it), BENCH_OPERATOR_ENV (``image``, the default: the
 operators run from the packages the image installs, see ``runtime_python``; ``dev`` runs them
 from the development environment, as the benchmark itself runs), BENCH_OPERATOR_SCOPE (kopf's
-namespace flags; default ``--namespace=*``, a watch stream per namespace, as the shipped Deployment runs;
-``--all-namespaces`` is one cluster-wide stream), BENCH_OPERATOR_ONLY (``precedent``,
-``noop`` or ``replay`` runs one operator only), BENCH_OPERATOR_REPLAY=1 (adds Precedent with its
-assessment replayed, ``tests/bench/replay_operator.py``: what the rest of its handling costs).
+namespace flags; default ``--namespace=*``, a watch stream per namespace, as the shipped
+Deployment runs; ``--all-namespaces`` is one cluster-wide stream), BENCH_OPERATOR_ONLY
+(``precedent``, ``noop`` or ``replay`` runs one operator only), BENCH_OPERATOR_REPLAY=1 (adds
+Precedent with its assessment replayed, ``tests/bench/replay_operator.py``: what the rest of its
+handling costs).
 """
 
 from __future__ import annotations

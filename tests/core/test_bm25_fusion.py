@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import math
+import random
+from collections import Counter
+from collections.abc import Callable, Sequence
+
 import numpy as np
 import pytest
 
@@ -54,3 +59,139 @@ def test_fusion_never_lowers_the_cosine(cosine: float, share: float) -> None:
     (fused,) = fuse([cosine], [share], 0.3)
     assert fused >= cosine
     assert fused == pytest.approx(max(cosine, 0.7 * cosine + 0.3 * share**0.5))
+
+
+class _CounterReference:
+    """BM25 with a Counter per document: the storage ``Bm25Match`` had before its arrays,
+    kept here as the reference its scores must equal bit for bit."""
+
+    def __init__(self, terms_of: Callable[[str], Counter[str]]) -> None:
+        self.terms_of = terms_of
+        self.docs: dict[str, tuple[Counter[str], int]] = {}
+        self.df: Counter[str] = Counter()
+        self.total = 0
+
+    def add(self, doc_id: str, text: str) -> None:
+        self.remove(doc_id)
+        counts = self.terms_of(text)
+        self.docs[doc_id] = (counts, sum(counts.values()))
+        self.df.update(counts.keys())
+        self.total += sum(counts.values())
+
+    def remove(self, doc_id: str) -> None:
+        found = self.docs.pop(doc_id, None)
+        if found is not None:
+            self.df.subtract(found[0].keys())
+            self.df = Counter({w: n for w, n in self.df.items() if n > 0})
+            self.total -= found[1]
+
+    def match_terms(self, terms: Sequence[str], ids: Sequence[str]) -> list[float]:
+        k1, b = 1.2, 0.75
+        n = len(self.docs)
+        idf = {
+            w: math.log(1.0 + (n - self.df[w] + 0.5) / (self.df[w] + 0.5)) if self.df[w] else 0.0
+            for w in terms
+        }
+        ceiling = sum(idf.values()) * (k1 + 1.0)
+        out = [0.0] * len(ids)
+        if ceiling <= 0 or not self.docs:
+            return out
+        avg = self.total / n or 1.0
+        for row, doc_id in enumerate(ids):
+            if doc_id not in self.docs:
+                continue
+            counts, length = self.docs[doc_id]
+            norm = k1 * (1.0 - b + b * length / avg)
+            score = 0.0
+            for word, weight in idf.items():
+                tf = counts.get(word)
+                if tf:
+                    score += weight * tf * (k1 + 1.0) / (tf + norm)
+            out[row] = score / ceiling
+        return out
+
+
+WORDS = (
+    "pod",
+    "restart",
+    "oom",
+    "kill",
+    "postgres",
+    "pool",
+    "exhausted",
+    "config",
+    "change",
+    "evicted",
+    "disk",
+    "pressure",
+    "scale",
+    "down",
+    "checkout",
+    "sale",
+    "node",
+    "drain",
+    "pdb",
+    "rollback",
+    "deployment",
+    "replica",
+    "dns",
+    "timeout",
+    "cert",
+    "expired",
+    "memory",
+    "leak",
+    "cpu",
+    "throttle",
+    "ingress",
+    "502",
+    "latency",
+    "queue",
+    "backlog",
+    "kafka",
+    "lag",
+    "redis",
+    "failover",
+)
+
+
+def test_the_arrays_score_bit_for_bit_as_a_counter_per_document() -> None:
+    # Adds, replacements and removals, enough of them for the arrays to be rewritten (dead
+    # rows outweighing live ones), and a saved-then-restored copy: every score equal.
+    rng = random.Random(7)
+    match = Bm25Match()
+    reference = _CounterReference(match._terms_of)
+
+    def text() -> str:
+        return " ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 30)))
+
+    def check(against: Bm25Match) -> None:
+        ids = [f"d{i}" for i in range(0, 900, 7)] + ["missing"]
+        for _ in range(30):
+            query = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 8)))
+            terms = against.known_terms(query)
+            expected = reference.match_terms(terms, ids)
+            assert against.match_terms(terms, ids).tolist() == expected
+
+    for i in range(900):
+        doc_id = f"d{i}"
+        body = text()
+        match.add(doc_id, body)
+        reference.add(doc_id, body)
+    check(match)
+    rewritten = match._starts  # the arrays as they are before the removals
+    for i in rng.sample(range(900), 600):
+        if i % 3 == 0:
+            match.add(f"d{i}", text() + " replaced")
+            body = text()
+            match.add(f"d{i}", body)
+            reference.add(f"d{i}", body)
+        else:
+            match.remove(f"d{i}")
+            reference.remove(f"d{i}")
+    assert match._starts is not rewritten  # the rows were written again
+    assert len(match._terms) < sum(len(c) for c, _ in reference.docs.values()) * 2
+    check(match)
+    restored = Bm25Match()
+    restored.restore(match.export())
+    check(restored)
+    assert sorted(restored.ids()) == sorted(reference.docs)

@@ -72,7 +72,7 @@ def current() -> dict[str, str]:
     for k in keys:
         frequencies.add(k)
     bm25 = Bm25Match()
-    terms = [sorted(bm25._terms(t).items()) for t in texts + requests]
+    terms = [sorted(bm25._terms_of(t).items()) for t in texts + requests]
     found = [vocabulary.concepts(t) for t in texts + playbooks + requests]
     synthetic = bench_incidents(2_000, seed=7)
     synthetic_frequencies = DocumentFrequencies()
