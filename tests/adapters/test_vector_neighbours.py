@@ -134,3 +134,27 @@ def test_scoring_incidents_outside_the_index_leaves_the_shared_counts_alone(
     assert score > 0
     assert np.array_equal(frequencies.counts, before)
     assert frequencies.documents == documents
+
+
+def test_a_kept_answer_is_the_answer_worked_out_afresh(seed_history: History) -> None:
+    # Requests that differ only in words the history does not know (an alert's number) share
+    # the query vector and the known terms: the second is answered from the kept answers,
+    # with exactly the neighbours and similarities of an index that keeps none.
+    keeping = VectorNeighbours(LexicalEmbedder())
+    fresh = VectorNeighbours(LexicalEmbedder(), recent=0)
+    texts = [f"Restart checkout after OOM kills, alert {n}" for n in (48213, 90377, 48213)]
+    for text in texts:
+        spec = RemediationRequestSpec.model_validate(
+            {
+                "action": "restart_service",
+                "target": {"kind": "Deployment", "name": "checkout"},
+                "description": text,
+            }
+        )
+        action = normalize_request(spec)
+        kept = keeping.neighbours(action, seed_history, 10)
+        assert kept
+        assert kept == fresh.neighbours(action, seed_history, 10)
+        assert list(kept.items()) == list(fresh.neighbours(action, seed_history, 10).items())
+    assert len(keeping._answers) == 1  # the three requests, one answer
+    assert not fresh._answers

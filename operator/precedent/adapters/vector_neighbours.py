@@ -14,7 +14,10 @@ table, so it changes only how a request is weighted.
 Requests that reach the index with the same query vector and the same known BM25 terms get
 the same neighbours until the index changes (alerts repeat: the same template with another
 number in it weighs the same), so the last ``recent`` answers are kept, keyed by exactly
-those inputs, and forgotten whenever ``sync`` changes the history.
+those inputs, and forgotten whenever ``sync`` changes the history. A kept answer is small: the
+vector's 128-bit BLAKE2b digest in its key (not its 2 KB of bytes), the incidents' ids (the
+index's own strings) and their similarities as one array of doubles — about 1 KB, where
+the vector and a tuple of pairs took 6.5 KB (27 MiB for 4,096 answers).
 """
 
 from __future__ import annotations
@@ -23,8 +26,9 @@ import hashlib
 import json
 import logging
 import os
+from array import array
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -75,6 +79,8 @@ def _digest(path: Path) -> str:
 
 
 Answer = tuple[tuple[str, float], ...]
+# A kept answer: the incidents' ids and their similarities, in the answer's order.
+_Kept = tuple[tuple[str, ...], "array[float]"]
 """Calibrated (incident id, similarity) pairs, best first."""
 
 
@@ -107,7 +113,7 @@ class VectorNeighbours:
         # (query vector, known BM25 terms, k, domain) → calibrated (incident id, similarity)
         # pairs, valid for the history ``sync`` last saw; the oldest goes first when full.
         self.recent = recent
-        self._answers: OrderedDict[tuple[bytes, tuple[str, ...], int, str | None], Answer] = (
+        self._answers: OrderedDict[tuple[bytes, tuple[str, ...], int, str | None], _Kept] = (
             OrderedDict()
         )
         self.fusion_weight = semantic.FUSION_WEIGHT if fusion_weight is None else fusion_weight
@@ -381,18 +387,22 @@ class VectorNeighbours:
         text = request_text(action)
         vector = self._query_vector(text)
         terms = self.bm25.known_terms(text) if self.fusion_weight > 0 else ()
-        key = (vector.tobytes(), terms, k, action.domain)
-        answer = self._answers.get(key)
-        if answer is None:
+        digest = hashlib.blake2b(vector.tobytes(), digest_size=16).digest()
+        key = (digest, terms, k, action.domain)
+        kept = self._answers.get(key)
+        if kept is None:
             answer = self._answer(vector, terms, k, action.domain)
+            pairs: Iterable[tuple[str, float]] = answer
             if self.recent > 0:
-                self._answers[key] = answer
+                ids = tuple(incident_id for incident_id, _ in answer)
+                self._answers[key] = (ids, array("d", [similarity for _, similarity in answer]))
                 if len(self._answers) > self.recent:
                     self._answers.popitem(last=False)
         else:
             self._answers.move_to_end(key)
+            pairs = zip(*kept, strict=True)
         found: dict[int, float] = {}
-        for incident_id, similarity in answer:
+        for incident_id, similarity in pairs:
             pos = history.position(incident_id)
             if pos is not None and similarity > 0:
                 found[pos] = similarity
