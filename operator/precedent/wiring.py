@@ -30,7 +30,7 @@ from precedent.adapters.context_facts import load_facts, load_mapping
 from precedent.adapters.evaluation import load_history_jsonl
 from precedent.adapters.faiss_index import FaissIncidentIndex
 from precedent.adapters.graph_source import graph_from_files
-from precedent.adapters.heap import compacted
+from precedent.adapters.heap import compacted, share_field_sets
 from precedent.adapters.kube_api import KubeApi
 from precedent.adapters.loader import load_incidents, load_playbooks
 from precedent.adapters.vector_neighbours import VectorNeighbours
@@ -221,12 +221,22 @@ def load_history_files(paths: Sequence[str | Path]) -> list[Incident]:
     time, whatever its size. A YAML file over the limit is refused naming both ways. Incidents
     from YAML are made again once the parse's garbage is gone (``compacted``): the operator
     keeps them for its lifetime. A JSON Lines history, parsed a line at a time, gained nothing
-    from it (and would pay its copy's peak, gigabytes at a million incidents).
+    from it (and would pay its copy's peak, gigabytes at a million incidents). Either way the
+    incidents share pydantic's record of the fields they were given (``share_field_sets``).
     """
     if len(paths) == 1 and str(paths[0]).endswith(".jsonl"):
-        return list(load_history_jsonl(paths[0]).incidents)
+        incidents = list(load_history_jsonl(paths[0]).incidents)
+        share_field_sets(incidents)
+        return incidents
+
+    def load() -> list[Incident]:
+        # Shared before the copy: the pickle keeps one set per combination, as it was.
+        loaded = load_incidents(paths)
+        share_field_sets(loaded)
+        return loaded
+
     try:
-        return compacted(lambda: load_incidents(paths))
+        return compacted(load)
     except TooLarge as exc:
         raise LoadError(
             f"{exc}; a larger history loads as a directory of YAML files under the limit, or "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import weakref
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,6 +17,7 @@ from precedent.adapters.heap import (
     freeze_startup_heap,
     limit_arenas,
     release_free_memory,
+    share_field_sets,
 )
 from precedent.adapters.loader import load_incidents, load_requests
 from precedent.settings import Settings
@@ -99,3 +101,37 @@ def test_a_replaced_history_is_freed_without_the_cyclic_collector() -> None:
         assert first() is None
     finally:
         gc.enable()
+
+
+def test_loaded_incidents_share_the_record_of_their_fields_and_stay_the_same(
+    tmp_path: Path,
+) -> None:
+    # YAML (through the compacting copy) and JSON Lines: one set per combination of given
+    # fields, the incidents equal to the parsed ones, their dumps (exclude_unset too) the same.
+    parsed = load_incidents([DATA])
+    jsonl = tmp_path / "history.jsonl"
+    jsonl.write_text(
+        "".join(
+            json.dumps(i.model_dump(mode="json", by_alias=True, exclude_unset=True)) + "\n"
+            for i in parsed
+        )
+    )
+    for loaded in (load_history_files([DATA]), load_history_files([jsonl])):
+        assert loaded == parsed
+        sets = {id(i.__pydantic_fields_set__) for i in loaded}
+        combinations = {frozenset(i.model_fields_set) for i in loaded}
+        assert len(sets) == len(combinations) < len(loaded) // 4
+        resources = [i.resource for i in loaded if i.resource is not None]
+        assert len({id(r.__pydantic_fields_set__) for r in resources}) < len(resources) // 4
+        for mine, theirs in zip(loaded, parsed, strict=True):
+            assert mine.model_dump(exclude_unset=True) == theirs.model_dump(exclude_unset=True)
+
+
+def test_a_copy_of_a_sharing_incident_has_a_record_of_its_own() -> None:
+    incidents = load_incidents([DATA])[:20]
+    share_field_sets(incidents)
+    before = set(incidents[1].model_fields_set)
+    copy = incidents[0].model_copy(update={"namespace": "shop"})
+    assert copy.model_fields_set is not incidents[0].model_fields_set
+    assert "namespace" in copy.model_fields_set
+    assert set(incidents[1].model_fields_set) == before

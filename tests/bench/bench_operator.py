@@ -88,6 +88,10 @@ def runtime_python(kind: str | None = None) -> tuple[str, str]:
             "--no-dev",
             "--no-editable",
             "--compile-bytecode",
+            # The product is built again from operator/ every time (uv would reuse a wheel it
+            # built before, keyed by pyproject.toml alone).
+            "--reinstall-package",
+            "precedent",
             "--python",
             sys.executable,
             "--quiet",

@@ -22,10 +22,16 @@ import functools
 import gc
 import os
 import pickle
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TypeVar
 
-__all__ = ["compacted", "freeze_startup_heap", "limit_arenas", "release_free_memory"]
+__all__ = [
+    "compacted",
+    "freeze_startup_heap",
+    "limit_arenas",
+    "release_free_memory",
+    "share_field_sets",
+]
 
 _M_ARENA_MAX = -8  # glibc's malloc.h
 ARENAS = 1
@@ -117,3 +123,40 @@ def compacted(make: Callable[[], T]) -> T:
     gc.collect()
     copy: T = pickle.loads(data)
     return copy
+
+
+def share_field_sets(models: Iterable[object]) -> int:
+    """Give pydantic models that were given the same fields one shared record of them;
+    returns how many records were replaced.
+
+    pydantic keeps, in every model, the set of the fields its input gave
+    (``__pydantic_fields_set__``): about 700 bytes per incident and as much again per nested
+    model (its resource), alike across the history — 1.4 KB of an incident's 3.4 KB, 14 MiB at
+    10k incidents. One set per distinct combination is kept instead (nested models, and models
+    in lists and tuples, too). Only ``model_fields_set`` and ``exclude_unset`` dumps read the
+    set, and nothing here does; ``model_copy`` gives the copy a set of its own. Assigning to a
+    field of a shared model would add the field to every model sharing the set: the history's
+    incidents are never assigned to (a change replaces the incident).
+    """
+    canonical: dict[frozenset[str], set[str]] = {}
+    replaced = 0
+
+    def visit(model: object) -> None:
+        nonlocal replaced
+        fields = getattr(model, "__pydantic_fields_set__", None)
+        if not isinstance(fields, set):
+            return
+        shared = canonical.setdefault(frozenset(fields), fields)
+        if shared is not fields:
+            object.__setattr__(model, "__pydantic_fields_set__", shared)
+            replaced += 1
+        for value in vars(model).values():
+            if isinstance(value, list | tuple):
+                for item in value:
+                    visit(item)
+            else:
+                visit(value)
+
+    for model in models:
+        visit(model)
+    return replaced
