@@ -433,42 +433,47 @@ def score_precedents(
     precedent = change > 0
     scored = precedent & (similarity >= threshold - 1e-9)
 
-    # 2. Evidence per precedent: the match, its context, what the incident says.
-    match = (
-        change
-        * np.where(same_name, 1.0, w.other_target)
-        * np.where(same_type, 1.0, w.type_mismatch)
-        * np.where(tag_overlap, 1.0, w.no_tag_overlap)
-    )
-    env_row = np.asarray(ENVIRONMENT_FACTORS[environment_tier(action.environment)])
-    environment = env_row[context.tier]
-    location = _mismatch(context.namespace, context.namespace_code(action.namespace), w)
-    location *= _mismatch(context.cluster, context.cluster_code(action.cluster), w, cluster=True)
-    outcome = context.outcome * np.where(context.recurring, w.recurring, 1.0)
-    recency = _recency(context.occurred, now, w)
-    base = context.severity * match
-    evidence = np.where(
-        scored, np.minimum(1.0, base * environment * location * outcome * recency), 0.0
-    )
-
+    # 2. Evidence per precedent: the match, its context, what the incident says — worked out
+    # for the scored precedents only (element by element the same values as over the whole
+    # history; everything else has no evidence), so a request costs a pass over its
+    # precedents, not several over every incident.
     hits = np.flatnonzero(scored)
+    evidence = np.zeros(similarity.shape, dtype=np.float64)
     if hits.size == 0:
         factors = [RiskFactor(name="precedent", contribution=0.0, detail=_no_precedent(precedent))]
         score, extra = _base_rate(0.0, action, outcomes, now, w)
         factors.extend(extra)
         return RiskModelResult(score, None, precedent, scored, evidence, factors)
+    match = (
+        change[hits]
+        * np.where(same_name[hits], 1.0, w.other_target)
+        * np.where(same_type[hits], 1.0, w.type_mismatch)
+        * np.where(tag_overlap[hits], 1.0, w.no_tag_overlap)
+    )
+    env_row = np.asarray(ENVIRONMENT_FACTORS[environment_tier(action.environment)])
+    environment = env_row[context.tier[hits]]
+    location = _mismatch(context.namespace[hits], context.namespace_code(action.namespace), w)
+    location *= _mismatch(
+        context.cluster[hits], context.cluster_code(action.cluster), w, cluster=True
+    )
+    outcome = context.outcome[hits] * np.where(context.recurring[hits], w.recurring, 1.0)
+    recency = _recency(context.occurred[hits], now, w)
+    base = context.severity[hits] * match
+    found = np.minimum(1.0, base * environment * location * outcome * recency)
+    evidence[hits] = found
 
     # The strongest: most evidence, then the more severe, then by id (deterministic).
-    order = hits[np.lexsort((id_rank[hits], severity_rank[hits], -evidence[hits]))]
-    top = int(order[0])
-    strongest = float(evidence[top])
-    rest = np.minimum(evidence[order[1:]], 1.0 - 1e-12)
+    ranked = np.lexsort((id_rank[hits], severity_rank[hits], -found))
+    first = int(ranked[0])  # its place among the hits
+    top = int(hits[first])
+    strongest = float(found[first])
+    rest = np.minimum(found[ranked[1:]], 1.0 - 1e-12)
     noisy_or = 1.0 - math.exp(float(np.log1p(-rest).sum())) if rest.size else 0.0
     tail = min(w.tail_ratio * strongest, w.tail_share * noisy_or)
 
     # Points, stage by stage, so each factor's contribution is what it moved.
     stages: list[tuple[str, float, str]] = []
-    p0 = 100.0 * float(base[top])
+    p0 = 100.0 * float(base[first])
     stages.append(
         (
             "precedent",
@@ -484,13 +489,13 @@ def score_precedents(
             + _refinements(bool(same_type[top]), bool(tag_overlap[top])),
         )
     )
-    p1 = p0 * float(environment[top])
+    p1 = p0 * float(environment[first])
     stages.append(("environment", p1, _environment_detail(context, action, top)))
-    p2 = p1 * float(location[top])
+    p2 = p1 * float(location[first])
     stages.append(("location", p2, "namespace or cluster differs from the request's"))
-    p3 = p2 * float(outcome[top])
+    p3 = p2 * float(outcome[first])
     stages.append(("outcome", p3, _outcome_detail(context, top)))
-    p4 = p3 * float(recency[top])
+    p4 = p3 * float(recency[first])
     stages.append(("recency", p4, f"occurred {_age_days(context, top, now):.0f} days ago"))
     stages.append(
         (
