@@ -306,9 +306,11 @@ class RetrievalSettings(_Group):
     )
     approximate_threshold: int = _flat(
         "approximate_threshold",
-        200_000,
+        100_000,
         ge=1,
-        description="Index size from which the exact index is replaced by an IVF index.",
+        description="Index size from which the exact index is replaced by an IVF index (at "
+        "100k incidents 617 of 618 answers identical to exact search's, the other one "
+        "similarity in the 4th decimal; a quarter of the CPU of a request less).",
     )
     ivf_nprobe: int = _flat(
         "ivf_nprobe",

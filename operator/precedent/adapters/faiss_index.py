@@ -91,7 +91,7 @@ class FaissIncidentIndex:
         self,
         dimension: int,
         *,
-        approximate_threshold: int = 200_000,
+        approximate_threshold: int = 100_000,
         nprobe: int = 48,
         domain_overfetch: int = 3,
         search_threads: int = 1,
@@ -307,7 +307,7 @@ class FaissIncidentIndex:
         cls,
         directory: str | Path,
         *,
-        approximate_threshold: int = 200_000,
+        approximate_threshold: int = 100_000,
         domain_overfetch: int = 3,
         search_threads: int = 1,
     ) -> FaissIncidentIndex:

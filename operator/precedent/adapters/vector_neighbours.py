@@ -103,7 +103,7 @@ class VectorNeighbours:
         index: FaissIncidentIndex | None = None,
         calibration: SemanticCalibration | None = None,
         index_dir: Path | None = None,
-        approximate_threshold: int = 200_000,
+        approximate_threshold: int = 100_000,
         batch_size: int = 256,
         title_weight: float = TITLE_WEIGHT,
         fusion_weight: float | None = None,
