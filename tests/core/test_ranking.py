@@ -288,3 +288,55 @@ def test_ranking_order_setting_rejects_other_values(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("PRECEDENT_RANKING_ORDER", "literal")
     with pytest.raises(InputError, match="PRECEDENT_RANKING_ORDER"):
         load_settings()
+
+
+def test_rank_scores_are_rank_score_bit_for_bit() -> None:
+    # Every bundled incident at several similarities, against requests with and without a
+    # matching name and action, a recency anchor or none, in both orders and with other
+    # weights: the batch gives exactly rank_score's uncapped value and relevance.
+    from pathlib import Path
+
+    from precedent.adapters.loader import load_incidents
+    from precedent.core.ranking import rank_scores
+
+    data = Path(__file__).resolve().parents[2] / "data" / "incidents"
+    incidents = load_incidents([data])
+    dated = [i.occurred_at for i in incidents if i.occurred_at is not None]
+    anchors = [None, max(dated) + timedelta(days=3), max(dated) + timedelta(days=20)]
+    similarities = [round(0.013 * (n % 77), 4) for n in range(len(incidents))]
+    named = [i for i in incidents if i.resource is not None]
+    requests = [
+        (None, None),
+        (named[0].resource.name.upper() + " ", named[0].action),  # type: ignore[union-attr]
+        (named[1].resource.name, "restart_service"),  # type: ignore[union-attr]
+        (" ", None),
+    ]
+    weightings = [
+        RankingWeights(),
+        RankingWeights(order="seed"),
+        RankingWeights(margin=0.25, quality_floor=0.2, recent_boost=1.7, resolved_boost=0.9),
+    ]
+    checked = 0
+    for weights in weightings:
+        for now in anchors:
+            for name, action in requests:
+                batch = rank_scores(
+                    incidents,
+                    similarities,
+                    resource_name=name,
+                    now=now,
+                    weights=weights,
+                    action=action,
+                )
+                for incident, similarity, got in zip(incidents, similarities, batch, strict=True):
+                    one = rank_score(
+                        incident,
+                        similarity,
+                        resource_name=name,
+                        now=now,
+                        weights=weights,
+                        action=action,
+                    )
+                    assert got == (one.uncapped, one.relevance)
+                    checked += 1
+    assert checked > 3000

@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from precedent.core.normalize import ProposedAction
-from precedent.core.ranking import RankingWeights, rank_score
+from precedent.core.ranking import RankingWeights, rank_scores
 from precedent.core.risk import band_for, sri_score_weighted
 from precedent.core.risk_model import (
     OutcomeEvidence,
@@ -404,7 +404,8 @@ def _rank_and_list(
     later: npt.NDArray[np.bool_] | None = None,
     keep: int | None = None,
 ) -> list[SimilarIncident]:
-    """The ``top_k`` of ``candidates`` in people's order (``rank_score``), as listed.
+    """The ``top_k`` of ``candidates`` in people's order (``rank_score``, computed by
+    ``rank_scores``), as listed.
 
     ``later`` marks candidates listed after the others (each group in people's order); equal
     ranks keep the order of ``candidates``. ``keep`` is always listed (in the last place when
@@ -420,18 +421,18 @@ def _rank_and_list(
     )
 
     def ranked(positions: Sequence[int]) -> list[tuple[int, float]]:
+        scores = rank_scores(
+            [history.incidents[p] for p in positions],
+            [vector[p] for p in positions],
+            resource_name=action.resource_name,
+            now=now,
+            weights=ranking,
+            action=action.action,
+        )
         entries = []
-        for p in positions:
-            rank = rank_score(
-                history.incidents[p],
-                vector[p],
-                resource_name=action.resource_name,
-                now=now,
-                weights=ranking,
-                action=action.action,
-            )
+        for p, (uncapped, relevance) in zip(positions, scores, strict=True):
             group = bool(later[p]) if later is not None else False
-            entries.append((group, -rank.uncapped, p, rank.relevance))
+            entries.append((group, -uncapped, p, relevance))
         entries.sort(key=lambda e: (e[0], e[1]))
         return [(p, relevance) for _, _, p, relevance in entries]
 
