@@ -9,7 +9,8 @@ index the cold start saved). "Ready" is the first 200 from /healthz; "first answ
 then until the request created at that moment is Ready.
 
 Environment: BENCH_STARTUP_SIZES (default ``10000,100000``), BENCH_STARTUP_ROUNDS (default 3;
-the 100k cold start runs once), PRECEDENT_BENCH_1M=1 (adds the 1M index build, in a child
+the 100k cold start runs once), BENCH_OPERATOR_ENV (as in bench_operator: the operator runs on
+the image's packages unless ``dev``), PRECEDENT_BENCH_1M=1 (adds the 1M index build, in a child
 process: seconds and peak RSS).
 """
 
@@ -36,6 +37,7 @@ from tests.bench.bench_operator import (
     jsonl_history,
     request_body,
     rss_mib,
+    runtime_python,
     start_operator,
     start_sandbox,
     stop,
@@ -77,7 +79,7 @@ async def _first_answer(url: str, name: str) -> float:
 
 
 def start_once(
-    history: Path, index_dir: Path, workdir: Path, name: str
+    history: Path, index_dir: Path, workdir: Path, name: str, python: str | None = None
 ) -> tuple[float, float, float]:
     """(start → ready s, ready → first answer s, RSS MiB after the answer)."""
     health = free_port()
@@ -95,6 +97,7 @@ def start_once(
                 ["--all-namespaces", f"--liveness=http://127.0.0.1:{health}/healthz"],
                 env={"PRECEDENT_INDEX_DIR": str(index_dir)},
                 stderr=log,
+                python=python,
             )
         ready = _ready_at(f"http://127.0.0.1:{health}/healthz", operator, 1800, log_path)
         answer = asyncio.run(_first_answer(url, name))
@@ -131,6 +134,8 @@ def _row(label: str, values: list[tuple[float, float, float]]) -> str:
 def main() -> None:
     sizes = [int(s) for s in os.environ.get("BENCH_STARTUP_SIZES", "10000,100000").split(",")]
     rounds = int(os.environ.get("BENCH_STARTUP_ROUNDS", "3"))
+    python, environment = runtime_python()
+    print(f"operator's environment: {environment}")
     print(f"{'history, start':<22}{'→ ready s':>12}{'→ answer s':>16}{'RSS MiB':>10}")
     for size in sizes:
         with tempfile.TemporaryDirectory() as tmp:
@@ -141,9 +146,9 @@ def main() -> None:
             warm: list[tuple[float, float, float]] = []
             for i in range(rounds if size <= 10_000 else 1):
                 index_dir = workdir / f"index-{i}"
-                cold.append(start_once(history, index_dir, workdir, f"cold-{i}"))
+                cold.append(start_once(history, index_dir, workdir, f"cold-{i}", python))
             for i in range(rounds):
-                warm.append(start_once(history, workdir / "index-0", workdir, f"warm-{i}"))
+                warm.append(start_once(history, workdir / "index-0", workdir, f"warm-{i}", python))
             print(_row(f"{size:,} cold", cold), flush=True)
             print(_row(f"{size:,} warm", warm), flush=True)
     if os.environ.get("PRECEDENT_BENCH_1M") == "1":
