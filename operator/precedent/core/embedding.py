@@ -160,11 +160,13 @@ Frequencies = DocumentFrequencies | FrequencyView
 
 class _Hashes(dict[str, int]):
     """Token → crc32 (stable across processes; ``str.__hash__`` is salted). A token not here
-    is hashed on the lookup and kept while there are fewer than a million."""
+    is hashed on the lookup and kept while there are fewer than ``bound``."""
+
+    bound = 1_000_000
 
     def __missing__(self, token: str) -> int:
         found = zlib.crc32(token.encode())
-        if len(self) < 1_000_000:
+        if len(self) < self.bound:
             self[token] = found
         return found
 
@@ -178,9 +180,11 @@ class _Grams(dict[str, tuple[int, ...]]):
 
     limit = 500_000
 
-    def __init__(self, low: int, high: int) -> None:
+    def __init__(self, low: int, high: int, limit: int | None = None) -> None:
         super().__init__()
         self._low, self._high = low, high
+        if limit is not None:
+            self.limit = limit
         self.numbers: dict[str, int] = {}
         self.hashes = np.zeros(1024, dtype=np.int64)
         # Numbering is one thread at a time; a word is published (``self[word]``) after its
@@ -215,13 +219,18 @@ class _Grams(dict[str, tuple[int, ...]]):
         return numbered
 
     def full(self) -> bool:
-        """Whether the tables have grown past their bound (half a million n-grams): the
-        caller starts new ones between texts, when no number is held."""
+        """Whether the tables have grown past their bound (``limit`` n-grams: half a million
+        until the history is embedded, see ``LexicalEmbedder.settle``): the caller starts new
+        ones between texts, when no number is held."""
         return len(self.numbers) >= self.limit
 
 
 # Texts embedded together: their blocks are (texts × dimension) float64 arrays.
 _BATCH = 256
+
+SETTLED_MARGIN = 50_000
+"""Tokens and n-grams the embedder's tables may add once the history is embedded
+(``LexicalEmbedder.settle``): about 6 MiB of n-grams, then a new table."""
 
 
 def _norms(rows: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
@@ -266,6 +275,7 @@ class LexicalEmbedder:
         self._hashes = _Hashes()
         # Word → its character n-grams' numbers in order: words repeat.
         self._grams = _Grams(lo, hi)
+        self._grams_limit = _Grams.limit
         # Texts' features kept while ``remembering`` (one batch of incidents).
         self._memo: dict[tuple[str, bool], tuple[_Grams, Counter[str], Counter[int]]] | None = None
 
@@ -326,10 +336,25 @@ class LexicalEmbedder:
         grams = self._grams
         if grams.full():
             lo, hi = self._ngrams
-            grams = self._grams = _Grams(lo, hi)
+            grams = self._grams = _Grams(lo, hi, self._grams_limit)
             if self._memo is not None:
                 self._memo.clear()  # their numbers are the old table's
         return grams
+
+    def settle(self, margin: int = SETTLED_MARGIN) -> None:
+        """The history is embedded: from now on the token and n-gram tables may grow by
+        ``margin`` entries each before they are bounded (tokens: no longer kept; n-grams: a
+        new table, the words numbered again as they come).
+
+        Those tables are kept for embedding a history, where words repeat. Requests bring
+        words that never come again (pod hashes, alert ids, numbers): with the bounds set for
+        a large history, 20,000 requests each with a new 10-character token and a number
+        grew the tables by 84 MiB (478,000 n-grams) before a new table was started. The
+        vectors do not change: an n-gram's hash is its crc32, whatever its number."""
+        grams = self._grams
+        self._grams_limit = min(self._grams_limit, len(grams.numbers) + margin)
+        grams.limit = self._grams_limit
+        self._hashes.bound = min(self._hashes.bound, len(self._hashes) + margin)
 
     @contextlib.contextmanager
     def remembering(self) -> Iterator[None]:

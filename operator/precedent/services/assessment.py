@@ -214,6 +214,10 @@ class IncidentScorer:
         with self.history.lock:
             snapshot = self.history.snapshot
             report = sync(snapshot)
+        # Requests' one-off words (ids, hashes, numbers) no longer grow the embedder's tables.
+        settle = getattr(getattr(neighbours, "embedder", None), "settle", None)
+        if callable(settle):
+            settle()
         loaded = int(getattr(neighbours, "loaded", 0))
         return (
             f"vector index ready: {len(snapshot)} incidents, {report.embedded} embedded, "

@@ -1,0 +1,56 @@
+"""Once the history is embedded, requests' one-off words do not grow the embedder's tables."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+from precedent.core.embedding import LexicalEmbedder
+from tests.bench.synthetic import titles
+
+REQUESTS = 3_000
+
+
+def _requests() -> list[str]:
+    rng = random.Random(5)
+    return [
+        f"restart pod payment-api-{rng.getrandbits(40):010x} after alert {rng.randint(0, 10**7)}"
+        for _ in range(REQUESTS)
+    ]
+
+
+def test_a_settled_embedder_stays_bounded_and_gives_the_same_vectors() -> None:
+    history = titles(2_000, seed=3)
+    settled, unsettled = LexicalEmbedder(), LexicalEmbedder()
+    settled.embed(history)
+    unsettled.embed(history)
+    start = len(settled._grams.numbers)
+    settled.settle(margin=2_000)
+    biggest = 0
+    for text in _requests():
+        assert np.array_equal(settled.embed([text]), unsettled.embed([text]))
+        biggest = max(biggest, len(settled._grams.numbers))
+        assert len(settled._hashes) <= settled._hashes.bound
+    # The tables were started again (a request adds ~20 n-grams; 3,000 add ~60,000) and never
+    # held more than the bound and one text's n-grams; without settling they kept them all.
+    assert biggest <= start + 2_000 + 200
+    assert len(unsettled._grams.numbers) > start + 40_000
+    # The history's texts embed as before, after the tables were started again.
+    assert np.array_equal(settled.embed(history[:50]), unsettled.embed(history[:50]))
+    for text in history[:20]:
+        assert np.array_equal(settled.embed([text]), unsettled.embed([text]))
+
+
+def test_the_operator_settles_the_embedder_once_the_index_is_ready() -> None:
+    from precedent.adapters.vector_neighbours import VectorNeighbours
+    from precedent.core.snapshot import History
+    from tests.bench.synthetic import incidents
+    from tests.helpers import scorer
+
+    embedder = LexicalEmbedder()
+    neighbours = VectorNeighbours(embedder)
+    assessor = scorer(History(incidents(500)), mode="hybrid", semantic=neighbours).assessor
+    assert embedder._grams_limit == 500_000
+    assessor.scorer.prepare_index()
+    assert embedder._grams_limit == len(embedder._grams.numbers) + 50_000
