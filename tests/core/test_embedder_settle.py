@@ -54,3 +54,21 @@ def test_the_operator_settles_the_embedder_once_the_index_is_ready() -> None:
     assert embedder._grams_limit == 500_000
     assessor.scorer.prepare_index()
     assert embedder._grams_limit == len(embedder._grams.numbers) + 50_000
+
+
+def test_settling_bounds_the_vocabulary_word_table_and_finds_the_same_concepts() -> None:
+    from precedent.core import vocabulary
+
+    table = vocabulary._WORD_CONCEPTS
+    bound = table.bound
+    try:
+        LexicalEmbedder().settle(margin=100)
+        assert table.bound <= len(table) + 100
+        before = len(table)
+        words = [f"restartpod{n:06d}" for n in range(500)] + ["restart", "drain", "rollback"]
+        found = vocabulary.word_concepts(words)
+        assert len(table) <= before + 100
+        table.bound = bound
+        assert vocabulary.word_concepts(words) == found
+    finally:
+        table.bound = bound

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from precedent.core.vocabulary import ACTION_CONCEPTS, word_concepts
+from precedent.core.vocabulary import ACTION_CONCEPTS, settle_words, word_concepts
 
 __all__ = [
     "STOPWORDS",
@@ -342,8 +342,9 @@ class LexicalEmbedder:
         return grams
 
     def settle(self, margin: int = SETTLED_MARGIN) -> None:
-        """The history is embedded: from now on the token and n-gram tables may grow by
-        ``margin`` entries each before they are bounded (tokens: no longer kept; n-grams: a
+        """The history is embedded: from now on the token and n-gram tables (and the
+        vocabulary's word → concepts table, shared by the process) may grow by ``margin``
+        entries each before they are bounded (tokens and words: no longer kept; n-grams: a
         new table, the words numbered again as they come).
 
         Those tables are kept for embedding a history, where words repeat. Requests bring
@@ -355,6 +356,7 @@ class LexicalEmbedder:
         self._grams_limit = min(self._grams_limit, len(grams.numbers) + margin)
         grams.limit = self._grams_limit
         self._hashes.bound = min(self._hashes.bound, len(self._hashes) + margin)
+        settle_words(margin)  # the vocabulary's word → concepts table, the same way
 
     @contextlib.contextmanager
     def remembering(self) -> Iterator[None]:

@@ -16,7 +16,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["ACTION_CONCEPTS", "CONCEPTS", "TRIGGERS", "concepts", "word_concepts"]
+__all__ = ["ACTION_CONCEPTS", "CONCEPTS", "TRIGGERS", "concepts", "settle_words", "word_concepts"]
 
 _GAP = r"(?:\s+\w+){0,3}?\s+"  # up to three words between a verb and its object
 
@@ -384,7 +384,10 @@ _WORD_CONCEPTS_LIMIT = 200_000
 
 class _WordConcepts(dict[str, tuple[int, ...]]):
     """Word → the positions (concept order) of the concepts whose triggers it contains; a
-    word not here is looked at on the look-up (and kept, bounded)."""
+    word not here is looked at on the look-up (and kept while there are fewer than
+    ``bound``)."""
+
+    bound = _WORD_CONCEPTS_LIMIT
 
     def __missing__(self, word: str) -> tuple[int, ...]:
         bits = 0
@@ -392,9 +395,16 @@ class _WordConcepts(dict[str, tuple[int, ...]]):
             if trigger in word:
                 bits |= concepts_bits
         found = tuple(position for position in range(len(_MATCHERS)) if bits >> position & 1)
-        if len(self) < _WORD_CONCEPTS_LIMIT:
+        if len(self) < self.bound:
             self[word] = found
         return found
+
+
+def settle_words(margin: int) -> None:
+    """The history's words are looked at: keep at most ``margin`` more (requests' one-off
+    words, ids and numbers, are looked at each time instead; see
+    ``LexicalEmbedder.settle``)."""
+    _WORD_CONCEPTS.bound = min(_WORD_CONCEPTS.bound, len(_WORD_CONCEPTS) + margin)
 
 
 _WORD_CONCEPTS = _WordConcepts()
