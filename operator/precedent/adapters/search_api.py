@@ -22,6 +22,7 @@ import asyncio
 import json
 from collections import Counter
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from datetime import UTC, datetime
 from functools import partial
@@ -70,6 +71,9 @@ _WORDS = "query_text"
 class _Snapshots(Protocol):
     @property
     def snapshot(self) -> History: ...
+
+    @property
+    def lock(self) -> AbstractContextManager[Any]: ...
 
 
 class _Config(Protocol):
@@ -465,8 +469,12 @@ def index_stats(service: IncidentSearch) -> IndexStatsResponse:
     history = service.history.snapshot
     neighbours = service.neighbours
     if isinstance(neighbours, VectorNeighbours):
-        neighbours.sync(history)
-        stats = neighbours.stats()
+        # Under the history's lock, as a search syncs and reads the index: the index and the
+        # BM25 arrays are not to change while another thread reads them.
+        with service.history.lock:
+            history = service.history.snapshot
+            neighbours.sync(history)
+            stats = neighbours.stats()
         return IndexStatsResponse(
             total_vectors=stats.total_vectors,
             dimension=stats.dimension,
