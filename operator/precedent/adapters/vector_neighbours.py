@@ -79,9 +79,10 @@ def _digest(path: Path) -> str:
 
 
 Answer = tuple[tuple[str, float], ...]
+"""Calibrated (incident id, similarity) pairs, best first."""
+
 # A kept answer: the incidents' ids and their similarities, in the answer's order.
 _Kept = tuple[tuple[str, ...], "array[float]"]
-"""Calibrated (incident id, similarity) pairs, best first."""
 
 
 @dataclass(frozen=True, slots=True)
