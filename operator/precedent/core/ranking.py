@@ -117,10 +117,14 @@ class RankedScore:
     boost: float
 
 
+def _largest(w: RankingWeights) -> float:
+    """The largest product the outcome and recency boosts can reach."""
+    return max(1.0, w.resolved_boost, w.partial_boost) * max(1.0, w.recent_boost, w.fresh_boost)
+
+
 def _usefulness(parts: dict[str, float], w: RankingWeights) -> float:
     """Seed 001's outcome, quality and recency boosts, scaled by their largest product: 0–1."""
-    largest = max(1.0, w.resolved_boost, w.partial_boost) * max(1.0, w.recent_boost, w.fresh_boost)
-    return min(1.0, max(0.0, _product(parts, leave_out="exactName") / largest))
+    return min(1.0, max(0.0, _product(parts, leave_out="exactName") / _largest(w)))
 
 
 def _metadata(incident: Incident, w: RankingWeights) -> float:
@@ -151,6 +155,46 @@ def same_action(requested: str, done: str) -> bool:
     return bool(requested.strip()) and _action_key(requested) == _action_key(done)
 
 
+def _boosts(
+    incident: Incident,
+    wanted: str | None,
+    now: datetime | None,
+    w: RankingWeights,
+    action: str | None,
+) -> tuple[float | None, float | None, float, float | None]:
+    """Seed 001's boosts for ``incident`` in order — exact name, outcome, quality, recency —
+    None where one does not apply; ``wanted`` is the request's resource name, stripped and
+    lower-cased (None: the request names none)."""
+    resource = incident.resource
+    name = (
+        w.exact_name_boost
+        if wanted is not None
+        and resource is not None
+        and resource.name.strip().lower() == wanted
+        and (w.order == "seed" or action is None or same_action(action, incident.action))
+        else None
+    )
+    if incident.outcome is IncidentOutcome.RESOLVED:
+        outcome: float | None = w.resolved_boost
+    elif incident.outcome is IncidentOutcome.PARTIAL:
+        outcome = w.partial_boost
+    else:
+        outcome = None
+    quality = w.quality_floor + (1.0 - w.quality_floor) * incident.quality_score
+    recency = None
+    if now is not None and incident.occurred_at is not None:
+        age_days = (now - incident.occurred_at).total_seconds() / 86400.0
+        if 0 <= age_days < w.recent_days:
+            recency = w.recent_boost
+        elif 0 <= age_days < w.fresh_days:
+            recency = w.fresh_boost
+    return name, outcome, quality, recency
+
+
+def _wanted(resource_name: str | None) -> str | None:
+    return resource_name.strip().lower() if resource_name else None
+
+
 def boost_parts(
     incident: Incident,
     *,
@@ -167,26 +211,9 @@ def boost_parts(
     ``action`` (seed 001's fleet-memory re-rank) the name alone decides, as in the seed.
     """
     w = weights or RankingWeights()
-    parts: dict[str, float] = {}
-    if (
-        resource_name
-        and incident.resource is not None
-        and incident.resource.name.strip().lower() == resource_name.strip().lower()
-        and (w.order == "seed" or action is None or same_action(action, incident.action))
-    ):
-        parts["exactName"] = w.exact_name_boost
-    if incident.outcome is IncidentOutcome.RESOLVED:
-        parts["outcome"] = w.resolved_boost
-    elif incident.outcome is IncidentOutcome.PARTIAL:
-        parts["outcome"] = w.partial_boost
-    parts["quality"] = w.quality_floor + (1.0 - w.quality_floor) * incident.quality_score
-    if now is not None and incident.occurred_at is not None:
-        age_days = (now - incident.occurred_at).total_seconds() / 86400.0
-        if 0 <= age_days < w.recent_days:
-            parts["recency"] = w.recent_boost
-        elif 0 <= age_days < w.fresh_days:
-            parts["recency"] = w.fresh_boost
-    return parts
+    factors = _boosts(incident, _wanted(resource_name), now, w, action)
+    names = ("exactName", "outcome", "quality", "recency")
+    return {n: f for n, f in zip(names, factors, strict=True) if f is not None}
 
 
 def rank_score(
@@ -240,42 +267,13 @@ def rank_scores(
     without building each one's parts and score objects: a request ranks about fifty
     candidates, and those objects were most of the ranking's time."""
     w = weights or RankingWeights()
-    wanted = resource_name.strip().lower() if resource_name else None
+    wanted = _wanted(resource_name)
     seed = w.order == "seed"
-    largest = max(1.0, w.resolved_boost, w.partial_boost) * max(1.0, w.recent_boost, w.fresh_boost)
-    priorities = w.priority_weights
+    largest = _largest(w)
     out: list[tuple[float, float]] = []
     for incident, similarity in zip(incidents, similarities, strict=True):
-        priority = priorities.get(incident.priority or incident.severity, 0.0)
-        hours = incident.resolution_hours
-        time = 0.0 if hours is None else max(0.0, 1.0 - hours / w.time_normalization_hours)
-        metadata = w.priority_share * priority + w.time_share * time
-        hybrid = w.vector_weight * similarity + w.metadata_weight * metadata
-        # The boosts boost_parts gives, in its order (None: the boost does not apply).
-        resource = incident.resource
-        name = (
-            w.exact_name_boost
-            if wanted is not None
-            and resource is not None
-            and resource.name.strip().lower() == wanted
-            and (seed or action is None or same_action(action, incident.action))
-            else None
-        )
-        outcome = (
-            w.resolved_boost
-            if incident.outcome is IncidentOutcome.RESOLVED
-            else w.partial_boost
-            if incident.outcome is IncidentOutcome.PARTIAL
-            else None
-        )
-        quality = w.quality_floor + (1.0 - w.quality_floor) * incident.quality_score
-        recency = None
-        if now is not None and incident.occurred_at is not None:
-            age_days = (now - incident.occurred_at).total_seconds() / 86400.0
-            if 0 <= age_days < w.recent_days:
-                recency = w.recent_boost
-            elif 0 <= age_days < w.fresh_days:
-                recency = w.fresh_boost
+        hybrid = w.vector_weight * similarity + w.metadata_weight * _metadata(incident, w)
+        name, outcome, quality, recency = _boosts(incident, wanted, now, w, action)
         if seed:
             boost = 1.0
             for factor in (name, outcome, quality, recency):
