@@ -62,8 +62,9 @@ def test_fusion_never_lowers_the_cosine(cosine: float, share: float) -> None:
 
 
 class _CounterReference:
-    """BM25 with a Counter per document: the storage ``Bm25Match`` had before its arrays,
-    kept here as the reference its scores must equal bit for bit."""
+    """BM25 with a Counter per document, the storage ``Bm25Match`` had before its arrays (each
+    document summed by ``Bm25Match._score``, as before): the reference its scores must equal
+    bit for bit."""
 
     def __init__(self, terms_of: Callable[[str], Counter[str]]) -> None:
         self.terms_of = terms_of
@@ -97,17 +98,12 @@ class _CounterReference:
         if ceiling <= 0 or not self.docs:
             return out
         avg = self.total / n or 1.0
+        scorer = Bm25Match(k1=k1, b=b)  # its one-document sum, the one match_texts uses
         for row, doc_id in enumerate(ids):
             if doc_id not in self.docs:
                 continue
             counts, length = self.docs[doc_id]
-            norm = k1 * (1.0 - b + b * length / avg)
-            score = 0.0
-            for word, weight in idf.items():
-                tf = counts.get(word)
-                if tf:
-                    score += weight * tf * (k1 + 1.0) / (tf + norm)
-            out[row] = score / ceiling
+            out[row] = scorer._score(idf, ceiling, avg, counts, length)
         return out
 
 
