@@ -51,9 +51,9 @@ def test_the_operator_settles_the_embedder_once_the_index_is_ready() -> None:
     embedder = LexicalEmbedder()
     neighbours = VectorNeighbours(embedder)
     assessor = scorer(History(incidents(500)), mode="hybrid", semantic=neighbours).assessor
-    assert embedder._grams_limit == 500_000
+    assert embedder._grams.limit == 500_000
     assessor.scorer.prepare_index()
-    assert embedder._grams_limit == len(embedder._grams.numbers) + 50_000
+    assert embedder._grams.limit == len(embedder._grams.numbers) + 50_000
 
 
 def test_settling_bounds_the_vocabulary_word_table_and_finds_the_same_concepts() -> None:

@@ -275,7 +275,6 @@ class LexicalEmbedder:
         self._hashes = _Hashes()
         # Word → its character n-grams' numbers in order: words repeat.
         self._grams = _Grams(lo, hi)
-        self._grams_limit = _Grams.limit
         # Texts' features kept while ``remembering`` (one batch of incidents).
         self._memo: dict[tuple[str, bool], tuple[_Grams, Counter[str], Counter[int]]] | None = None
 
@@ -336,7 +335,7 @@ class LexicalEmbedder:
         grams = self._grams
         if grams.full():
             lo, hi = self._ngrams
-            grams = self._grams = _Grams(lo, hi, self._grams_limit)
+            grams = self._grams = _Grams(lo, hi, grams.limit)  # the full one's bound
             if self._memo is not None:
                 self._memo.clear()  # their numbers are the old table's
         return grams
@@ -353,8 +352,7 @@ class LexicalEmbedder:
         grew the tables by 84 MiB (478,000 n-grams) before a new table was started. The
         vectors do not change: an n-gram's hash is its crc32, whatever its number."""
         grams = self._grams
-        self._grams_limit = min(self._grams_limit, len(grams.numbers) + margin)
-        grams.limit = self._grams_limit
+        grams.limit = min(grams.limit, len(grams.numbers) + margin)
         self._hashes.bound = min(self._hashes.bound, len(self._hashes) + margin)
         settle_words(margin)  # the vocabulary's word → concepts table, the same way
 
