@@ -6,6 +6,7 @@ the catalog port, loaded from YAML files today and fed Playbook objects from the
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -53,7 +54,10 @@ class LocalPlaybookCatalog:
         self._lock = threading.Lock()
         # Incident types the playbooks declare: the values a metric label may take.
         self._types: dict[str, frozenset[str]] = {p.id: _incident_types(p) for p in playbooks}
-        self._keys: set[str] = {key for p in playbooks for key in p.labels}
+        # How many playbooks declare each incident type, and every label key: both read for
+        # every request, kept up to date here instead of worked out over the catalog each time.
+        self._declared: Counter[str] = Counter(t for types in self._types.values() for t in types)
+        self._keys: frozenset[str] = frozenset(key for p in playbooks for key in p.labels)
 
     @classmethod
     def from_paths(
@@ -91,8 +95,10 @@ class LocalPlaybookCatalog:
         """Add or replace one playbook (a cluster Playbook object was created or changed)."""
         with self._lock:
             self._index.upsert(playbook)
-            self._types[playbook.id] = _incident_types(playbook)
-            self._keys.update(playbook.labels)
+            self._forget_types(playbook.id)
+            types = self._types[playbook.id] = _incident_types(playbook)
+            self._declared.update(types)
+            self._keys = self._keys.union(playbook.labels)
 
     def set_history(self, playbook_id: str, history: PlaybookHistory) -> bool:
         """Replace one playbook's execution counts, without embedding it again; False if it
@@ -103,19 +109,22 @@ class LocalPlaybookCatalog:
     def remove(self, playbook_id: str) -> bool:
         """Drop one playbook (its object was deleted); False if it was not there."""
         with self._lock:
-            self._types.pop(playbook_id, None)
+            self._forget_types(playbook_id)
             return self._index.remove(playbook_id)
+
+    def _forget_types(self, playbook_id: str) -> None:
+        """Drop a playbook's incident types from the counts (under the lock)."""
+        self._declared.subtract(self._types.pop(playbook_id, frozenset()))
+        self._declared += Counter()  # drops the types no playbook declares any more
 
     def declares_incident_type(self, incident_type: str) -> bool:
         """Whether some playbook's ``incident-type`` label accepts this value."""
         with self._lock:
-            wanted = incident_type.strip().lower()
-            return any(wanted in types for types in self._types.values())
+            return self._declared[incident_type.strip().lower()] > 0
 
     def label_keys(self) -> frozenset[str]:
         """Every label key some playbook is written for (what a request's labels may name)."""
-        with self._lock:
-            return frozenset(self._keys)
+        return self._keys  # replaced, never changed in place: no lock needed to read it
 
     def get(self, playbook_id: str) -> Playbook | None:
         """The playbook with this id, or None (outcome counts refresh it)."""
