@@ -6,7 +6,9 @@ as real processes (``kopf run -m …``), like in a cluster; RSS and CPU time are
 Each round starts a fresh sandbox and operator and measures, after one warm-up request:
 
 - throughput: N requests created (32 in flight), the time until all are Ready; the operator's
-  CPU time per request (a figure that a machine busy with other work disturbs less);
+  CPU time per request (a figure that a machine busy with other work disturbs less), and the
+  API server's and this load client's: the three share the machine's cores, so when all are
+  busy the rate is set by what a request costs all three;
 - latency: an open-loop load at each rate in BENCH_OPERATOR_RATES for BENCH_OPERATOR_SECONDS,
   create→Ready per request (p50, p99);
 - fairness: BENCH_OPERATOR_FLOOD requests created at once in one namespace, then one in
@@ -254,8 +256,11 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
 
 
-async def drive(url: str, pid: int, n: int, prefix: str) -> dict[str, Any]:
-    """One operator's round: warm-up, throughput, open-loop latency, fairness."""
+async def drive(
+    url: str, pid: int, n: int, prefix: str, sandbox_pid: int | None = None
+) -> dict[str, Any]:
+    """One operator's round: warm-up, throughput, open-loop latency, fairness (and, during
+    the throughput run, the CPU the API server of ``sandbox_pid`` and this client spent)."""
     result: dict[str, Any] = {}
     path = f"{GROUP_PATH}/namespaces/{{}}/remediationrequests"
     async with httpx.AsyncClient(base_url=url, timeout=30) as client:
@@ -285,11 +290,18 @@ async def drive(url: str, pid: int, n: int, prefix: str) -> dict[str, Any]:
 
             bodies = [request_body(i) for i in range(n)]
             cpu = cpu_seconds(pid)
+            server = cpu_seconds(sandbox_pid) if sandbox_pid is not None else 0.0
+            client_cpu = time.process_time()
             started = time.perf_counter()
             await asyncio.gather(*(limited(b) for b in bodies))
             await watch.wait({("default", b["metadata"]["name"]) for b in bodies}, timeout=900)
             result["rate"] = n / (time.perf_counter() - started)
             result["cpu_ms"] = 1000 * (cpu_seconds(pid) - cpu) / n
+            # The machine's other CPU per request: the API server (the sandbox) and this
+            # load client share the cores with the operator (see "machine" in main).
+            if sandbox_pid is not None:
+                result["server_ms"] = 1000 * (cpu_seconds(sandbox_pid) - server) / n
+            result["client_ms"] = 1000 * (time.process_time() - client_cpu) / n
             result["rss"] = rss_mib(pid)
 
             seconds = float(os.environ.get("BENCH_OPERATOR_SECONDS", "10"))
@@ -424,7 +436,7 @@ def run_once(
         kubeconfig = workdir / f"kubeconfig-{module}"
         operator = start_operator(module, kubeconfig, history, scope.split(), python=python)
         prefix = module.rsplit(".", 1)[-1].replace("_", "-")
-        return asyncio.run(drive(url, operator.pid, n, prefix))
+        return asyncio.run(drive(url, operator.pid, n, prefix, sandbox.pid))
     finally:
         stop(operator, sandbox, timeout=20)
 
@@ -494,6 +506,18 @@ def main() -> None:
             print(f"{med(key, 'fair_s'):>15.2f}{med(key, 'fair_before'):>14.0f}")
         else:
             print()
+    # The bench shares the machine's cores between the operator, the API server and this load
+    # client: when they are all busy, a request's cost to the whole machine sets the rate.
+    print("CPU per request on this machine, ms: operator + API server + load client = all")
+    for key, label in labels:
+        if key not in results or "server_ms" not in results[key][0]:
+            continue
+        parts = [med(key, "cpu_ms"), med(key, "server_ms"), med(key, "client_ms")]
+        busy = sum(parts) * med(key, "rate") / 1000
+        print(
+            f"{label:<12}{parts[0]:>6.2f} + {parts[1]:.2f} + {parts[2]:.2f} = {sum(parts):.2f}"
+            f"  ({busy:.2f} of {os.cpu_count()} cores busy)"
+        )
     for key in ("precedent", "replay"):
         if key in results and "noop" in results:
             pairs = zip(results[key], results["noop"], strict=True)
