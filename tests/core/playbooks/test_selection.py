@@ -487,3 +487,31 @@ def test_catalog_grows_past_its_initial_capacity() -> None:
     at_once = [(c.id, round(c.confidence, 6)) for c in bulk.search(query).candidates]
     assert one_by_one == at_once
     assert len(one_by_one) == 100
+
+
+def test_a_best_playbook_left_out_for_its_labels_says_so_not_below_the_bar() -> None:
+    # The bundled ConfigMap playbook scores above the bar for a ConfigMap change in dev, but it
+    # is written for production and staging: the answer names that, never "0.72 below 0.70".
+    # The product's catalog under the default selection model (objects read, labels as filters).
+    bundled = _CatalogIndex(load_playbooks([Path(__file__).parents[3] / "data" / "playbooks"]))
+    query = PlaybookQuery.create(
+        "update configmap. update configmap checkout-flags to rotate the feature flags",
+        {"environment": "dev"},
+        action="update_configmap",
+        subject="ConfigMap/checkout-flags",
+    )
+    answer = bundled.search(query)
+    best = answer.best_below
+    assert best is not None
+    assert best.id == "configmap-change-with-rollout"
+    assert best.confidence >= query.min_confidence
+    assert best.held_back == (
+        "it is written for environment production, staging, not the request's dev"
+    )
+    decision = decide(query, answer)
+    assert decision.selection is None
+    assert decision.recommendation is not None
+    reason = decision.recommendation.reason
+    assert "below min_confidence" not in reason
+    assert f"scored {best.confidence:.2f}" in reason
+    assert "held back: it is written for environment production, staging" in reason

@@ -26,7 +26,7 @@ from precedent.core.playbooks.confidence import (
     evidence,
     historical_success,
 )
-from precedent.core.playbooks.decision import qualifying
+from precedent.core.playbooks.decision import SCORE_TOLERANCE, qualifying
 from precedent.core.playbooks.labels import INCIDENT_TYPE, LabelTable, playbook_labels
 from precedent.core.playbooks.model import DEFAULT_SELECTION_MODEL, SelectionModel, playbook_text
 from precedent.core.playbooks.phrases import asks_read_only, inferred_incident_types
@@ -330,6 +330,15 @@ class CatalogIndex:
         rows = np.flatnonzero(listed)
         chosen = self._best(rows, confidence, query.max_results)
         below = self._best(np.flatnonzero(active & ~listed), confidence, 1)
+        why_below = held.get(below[0], "") if below else ""
+        if (
+            below
+            and not why_below
+            and labels.contradicts[below[0]]
+            and confidence[below[0]] >= query.min_confidence - SCORE_TOLERANCE
+        ):
+            # Not listed for the labels it pins, though it scored at or above the bar.
+            why_below = self._labels.contradiction(query.labels, below[0])
         top = float(confidence[chosen[0]]) if chosen else -1.0
         return CatalogAnswer(
             candidates=tuple(self._scored(r, semantic, labels.match, confidence) for r in chosen),
@@ -337,9 +346,7 @@ class CatalogIndex:
             source=self.name,
             catalog_size=len(self._rows),
             consistent=int((active & ~labels.contradicts).sum()),
-            best_below=self._scored(
-                below[0], semantic, labels.match, confidence, held.get(below[0], "")
-            )
+            best_below=self._scored(below[0], semantic, labels.match, confidence, why_below)
             if below
             else None,
             inferred_incident_types=inferred,

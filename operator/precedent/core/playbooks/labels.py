@@ -233,6 +233,19 @@ class LabelTable:
                 self._mask(self._accepts, (key, value))[row] = True
         self._rows[row] = dict(labels)
 
+    def contradiction(self, labels: Sequence[tuple[str, str]], row: int) -> str:
+        """How the row pins the request's ``labels`` to other values, for a person: "it is
+        written for incident-type node-upgrade, not the request's service-degradation" (empty
+        when it pins none of them otherwise; the action is never a contradiction)."""
+        written = self._rows[row] if 0 <= row < len(self._rows) else {}
+        found = []
+        for key, value in labels:
+            accepted = written.get(key)
+            if key == ACTION or accepted is None or value in accepted or WILDCARD in accepted:
+                continue
+            found.append(f"{key} {', '.join(sorted(accepted))}, not the request's {value}")
+        return f"it is written for {'; '.join(found)}" if found else ""
+
     def score(
         self,
         labels: Sequence[tuple[str, str]],
