@@ -8,6 +8,7 @@ CRD acceptability, and delete preconditions.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from precedent_sandbox import builtin_schemas
@@ -219,11 +220,15 @@ def defaults_on_update(rtype: ResourceType, obj: Obj) -> None:
         rtype.strategy.defaults(obj)
 
 
-def allocate(rtype: ResourceType, obj: Obj, old: Obj | None, others: list[Obj]) -> None:
-    """What the server allocates (a Service's cluster IP, node ports); 422 if it cannot."""
+def allocate(
+    rtype: ResourceType, obj: Obj, old: Obj | None, others: Callable[[], list[Obj]]
+) -> None:
+    """What the server allocates (a Service's cluster IP, node ports); 422 if it cannot.
+    ``others`` lists the objects the allocation must avoid: called only for a type that
+    allocates (a pass over every stored object of the type)."""
     if rtype.strategy is None or rtype.strategy.allocate is None:
         return
-    errors = rtype.strategy.allocate(obj, old, others)
+    errors = rtype.strategy.allocate(obj, old, others())
     if errors:
         raise api_errors.invalid(rtype.kind, rtype.group, obj["metadata"].get("name", ""), errors)
 

@@ -265,7 +265,7 @@ class Store:
         warnings = admission.field_validation(rtype, unknown, validation)
         obj = self._mutate("CREATE", rtype, namespace, name, obj, None, None, dry_run)
         admission.validate(rtype, obj, None, name)
-        admission.allocate(rtype, obj, None, self._others(rtype, namespace, name))
+        admission.allocate(rtype, obj, None, lambda: self._others(rtype, namespace, name))
         if rtype.namespaced:
             lifecycle.check_namespace(self, rtype, namespace, name)
         warnings += self._admit("CREATE", rtype, namespace, name, obj, None, None, dry_run)
@@ -449,7 +449,7 @@ class Store:
         obj = lifecycle.updated_object(rtype, current, obj, subresource)
         meta = obj["metadata"]
         if subresource is None:
-            admission.allocate(rtype, obj, old, self._others(rtype, namespace, name))
+            admission.allocate(rtype, obj, old, lambda: self._others(rtype, namespace, name))
         lifecycle.check_finalizers(rtype, obj, old)
         warnings = admission.field_validation(rtype, unknown, validation)
         obj = self._mutate("UPDATE", rtype, namespace, name, obj, old, subresource, dry_run)
