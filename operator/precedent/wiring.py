@@ -447,15 +447,7 @@ def build_service(
         memory=fleet,
         blast=blast,
         facts=facts,
-        # A request is scored on the event loop when that costs a few milliseconds of CPU and
-        # no wait (the lexical embedder, the history and its index current); otherwise on
-        # the scoring thread (an embedder behind HTTP or a model, a rebuild).
-        queue=FairQueue(
-            "precedent-assess",
-            on_loop=scorer.hold_if_current
-            if chosen == "rules" or settings.retrieval.embedder == "lexical"
-            else None,
-        ),
+        queue=FairQueue("precedent-assess"),
     )
     objects = ClusterObjects(store, local, memory=fleet, outcomes=outcomes)
     return Engine(assessor, objects, outcomes)

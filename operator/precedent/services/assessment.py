@@ -11,11 +11,10 @@ One path for the operator, ``precedent score``, ``search`` and ``eval``::
 Two objects: :class:`IncidentScorer` asks the history (the snapshot, the vector index, the
 fleet memory's incidents) and :class:`Assessor` runs the pipeline around it. The history and
 the in-process catalog follow the cluster's objects through
-:class:`~precedent.services.objects.ClusterObjects`. Requests wait for scoring in one queue per
-namespace, served in turn (``FairQueue``), so a flood in one namespace does not hold up
-another. The operator scores on the event loop, one request per turn, when that waits for
-nothing (``IncidentScorer.hold_if_current``), and on one worker thread otherwise (a rebuild of
-the history or its index, an embedder behind HTTP or a model).
+:class:`~precedent.services.objects.ClusterObjects`. Scoring runs on one worker thread so that
+kopf's event loop keeps serving while the vector index is searched (FAISS releases the GIL);
+requests wait for it in one queue per namespace, served in turn (``FairQueue``), so a flood in
+one namespace does not hold up another.
 """
 
 from __future__ import annotations
@@ -225,25 +224,6 @@ class IncidentScorer:
             f"{report.kept} kept, {report.removed} removed ({loaded} read from the saved index)"
         )
 
-    def hold_if_current(self) -> Callable[[], None] | None:
-        """The history's lock, taken for a request scored on the event loop when that waits
-        for nothing: the lock is free, the snapshot built and the vector index in step with
-        it (a rebuild or an index update runs on the scoring thread instead). Returns what
-        releases the lock, or None (nothing taken)."""
-        lock = self.history.lock
-        if not lock.acquire(blocking=False):
-            return None
-        current = self.history.current() and (
-            self.config.mode == "rules"
-            or self.neighbours is None
-            # The fingerprint of the history the index was last brought in line with.
-            or getattr(self.neighbours, "synced", None) == self.history.snapshot.fingerprint
-        )
-        if not current:
-            lock.release()
-            return None
-        return lock.release
-
     def history_size(self) -> int:
         """Incidents in the current snapshot (rebuilt first if objects changed)."""
         return len(self.history)
@@ -433,8 +413,7 @@ class Assessor:
         # Where things run, from what admins control (namespace labels, the environment
         # mapping); None: no facts (a command without -f), the requester's claims are used.
         self.facts = facts
-        # Namespaces take turns for scoring (services.fair_queue); without the operator's
-        # ``on_loop`` every request is scored on one worker thread.
+        # One scoring thread; namespaces take turns for it (services.fair_queue).
         self._queue = queue or FairQueue("precedent-assess")
 
     def with_facts(self, facts: ContextFacts | None) -> Assessor:

@@ -92,10 +92,6 @@ class HistoryStore:
             if self._objects.pop(name, None) is not None:
                 self._snapshot = None
 
-    def current(self) -> bool:
-        """Whether the snapshot is built (no change since): reading it costs nothing."""
-        return self._snapshot is not None
-
     @property
     def snapshot(self) -> History:
         """The current snapshot, rebuilt only after a change (call with ``lock`` held)."""
