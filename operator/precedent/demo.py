@@ -8,8 +8,9 @@ commands people use: ``kubectl get rr -A``, ``kubectl precedent explain``, an ou
 with ``kubectl patch`` and an approval with ``kubectl precedent approve``. Every ``$ kubectl``
 line printed is a command the demo ran, with its output (with no ``kubectl`` on PATH: the
 command alone, and the demo does the same through the API). Then it stops everything, or with
-``--keep`` leaves the sandbox and the operator running until Ctrl-C. Ctrl-C at any point
-stops the operator and the sandbox before returning.
+``--keep`` leaves the sandbox and the operator running until Ctrl-C. Ctrl-C (or SIGTERM: a
+``kill``, ``timeout`` or a cancelled job) at any point stops the operator and the sandbox
+before returning.
 """
 
 from __future__ import annotations
@@ -191,7 +192,10 @@ def table_rows(table: dict[str, Any], *, namespace_column: bool = False) -> str:
 @click.option(
     "--keep",
     is_flag=True,
-    help="Leave the sandbox and the operator running (until Ctrl-C), to try kubectl on them.",
+    help=(
+        "Leave the sandbox and the operator running (until Ctrl-C or SIGTERM), to try kubectl "
+        "on them."
+    ),
 )
 def demo_command(
     data_dir: Path, crds_dir: Path | None, show: str, timeout: float, keep: bool
@@ -200,6 +204,9 @@ def demo_command(
     found = find_crds_dir(crds_dir)
     if found is None:
         raise click.ClickException(f"no CRD directory: pass --crds DIR or set ${CRDS_ENV}")
+    # SIGTERM stops the demo as Ctrl-C does, through the same clean-up: the sandbox and the
+    # operator are its children, and would outlive it otherwise.
+    signal.signal(signal.SIGTERM, _interrupt)
     with (
         tempfile.TemporaryDirectory(prefix="precedent-demo-") as tmp,
         SandboxProcess(found, Path(tmp)) as sandbox,
@@ -273,6 +280,10 @@ class Kubectl:
         if check and done.returncode != 0:
             raise click.ClickException(f"kubectl {args[0]} failed (exit {done.returncode})")
         return True
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _keep_running(kubeconfig: Path, show: str) -> None:

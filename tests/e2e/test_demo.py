@@ -47,22 +47,49 @@ def without_age(lines: list[str]) -> list[list[str]]:
     return [[c for j, c in enumerate(line.split()) if j != age] for line in lines]
 
 
-def test_demo_output_is_short_and_every_kubectl_line_was_run() -> None:
-    demo = subprocess.Popen(
+def _start_demo() -> subprocess.Popen[str]:
+    """``precedent demo --keep`` in its own process group, with Ctrl-C's default meaning (a
+    shell that ran these tests in the background would hand it SIGINT ignored)."""
+    return subprocess.Popen(
         [str(BIN / "precedent"), "demo", "--keep"],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
         env={**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"},
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
+
+
+def _read_until_kept(demo: subprocess.Popen[str]) -> list[str]:
     assert demo.stdout is not None
     lines: list[str] = []
+    for line in demo.stdout:
+        lines.append(line.rstrip("\n"))
+        if line.strip() == KEEP_PROMPT:
+            break
+    return lines
+
+
+def _stop_demo(demo: subprocess.Popen[str], signum: int) -> str:
+    """Send ``signum``; the demo's remaining output once it exited. A demo that does not
+    exit is killed with its children (the sandbox, the operator), then the test fails."""
+    demo.send_signal(signum)
     try:
-        for line in demo.stdout:
-            lines.append(line.rstrip("\n"))
-            if line.strip() == KEEP_PROMPT:
-                break
+        rest, _ = demo.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(demo.pid, signal.SIGKILL)
+        demo.communicate()
+        raise
+    return rest
+
+
+def test_demo_output_is_short_and_every_kubectl_line_was_run() -> None:
+    demo = _start_demo()
+    lines: list[str] = []
+    try:
+        lines = _read_until_kept(demo)
         assert lines, "the demo printed nothing"
         assert lines[-1] == KEEP_PROMPT, "\n".join(lines)
         keep_block = lines.index(next(x for x in lines if "keep running (--keep)" in x))
@@ -126,9 +153,27 @@ def test_demo_output_is_short_and_every_kubectl_line_was_run() -> None:
                 assert spec["reason"] == args[args.index("--reason") + 1]
                 assert spec["requestRef"]["name"] == args[3].split("/")[1]
     finally:
-        demo.send_signal(signal.SIGINT)
-        rest, _ = demo.communicate(timeout=60)
+        rest = _stop_demo(demo, signal.SIGINT)
     assert demo.returncode == 0, rest
     assert "stopped the operator and the sandbox" in rest
     with pytest.raises(httpx.TransportError):
         httpx.get(url, timeout=5)
+
+
+def test_sigterm_stops_the_demo_with_its_sandbox_and_operator() -> None:
+    # A ``kill``, ``timeout`` or a cancelled job sends SIGTERM: the children stop too.
+    demo = _start_demo()
+    try:
+        lines = _read_until_kept(demo)
+        assert lines[-1:] == [KEEP_PROMPT], "\n".join(lines)
+        url = next(x for x in lines if x.startswith("sandbox API server: ")).split(": ", 1)[1]
+        assert httpx.get(url + "/version", timeout=5).status_code == 200
+    finally:
+        rest = _stop_demo(demo, signal.SIGTERM)
+    assert demo.returncode == 0, rest
+    assert "stopped the operator and the sandbox" in rest
+    with pytest.raises(httpx.TransportError):
+        httpx.get(url, timeout=5)
+    # No process of the demo's group is left (the operator and the sandbox were its children).
+    with pytest.raises(ProcessLookupError):
+        os.killpg(demo.pid, 0)
