@@ -466,7 +466,6 @@ def run_search(
 
 def index_stats(service: IncidentSearch) -> IndexStatsResponse:
     """The index's stats after bringing it in line with the history."""
-    history = service.history.snapshot
     neighbours = service.neighbours
     if isinstance(neighbours, VectorNeighbours):
         # Under the history's lock, as a search syncs and reads the index: the index and the
@@ -484,6 +483,7 @@ def index_stats(service: IncidentSearch) -> IndexStatsResponse:
             embedder=neighbours.name,
             mode=service.config.mode,
         )
+    history = service.history.snapshot
     domains = Counter(i.domain or "" for i in history.incidents)
     return IndexStatsResponse(
         total_vectors=0,
