@@ -27,7 +27,7 @@ from precedent.adapters.cache import CachingCatalog
 from precedent.adapters.catalog_http import HttpPlaybookCatalog
 from precedent.adapters.catalog_local import LocalPlaybookCatalog
 from precedent.adapters.context_facts import load_facts, load_mapping
-from precedent.adapters.evaluation import load_history_jsonl
+from precedent.adapters.evaluation import load_incidents_jsonl
 from precedent.adapters.faiss_index import FaissIncidentIndex
 from precedent.adapters.graph_source import graph_from_files
 from precedent.adapters.heap import compacted, share_field_sets
@@ -222,12 +222,11 @@ def load_history_files(paths: Sequence[str | Path]) -> list[Incident]:
     from YAML are made again once the parse's garbage is gone (``compacted``): the operator
     keeps them for its lifetime. A JSON Lines history, parsed a line at a time, gained nothing
     from it (and would pay its copy's peak, gigabytes at a million incidents). Either way the
-    incidents share pydantic's record of the fields they were given (``share_field_sets``).
+    incidents share pydantic's record of the fields they were given (``share_field_sets``; a
+    JSON Lines history shares each incident's as it is made, ``FieldSets``).
     """
     if len(paths) == 1 and str(paths[0]).endswith(".jsonl"):
-        incidents = list(load_history_jsonl(paths[0]).incidents)
-        share_field_sets(incidents)
-        return incidents
+        return load_incidents_jsonl(paths[0])
 
     def load() -> list[Incident]:
         # Shared before the copy: the pickle keeps one set per combination, as it was.

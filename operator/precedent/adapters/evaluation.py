@@ -25,12 +25,19 @@ from typing import Any
 from pydantic import ValidationError
 
 from precedent.adapters.bounded import iter_lines, parse_json
+from precedent.adapters.heap import FieldSets
 from precedent.core.normalize import ProposedAction, normalize_request
 from precedent.core.snapshot import History
 from precedent.errors import InputError, describe_validation
 from precedent.models import Incident, RemediationRequestSpec
 
-__all__ = ["EvalQuery", "load_history_jsonl", "load_queries_jsonl", "text_query"]
+__all__ = [
+    "EvalQuery",
+    "load_history_jsonl",
+    "load_incidents_jsonl",
+    "load_queries_jsonl",
+    "text_query",
+]
 
 _INCIDENT_KEYS = set(Incident.model_fields) | {
     field.alias for field in Incident.model_fields.values() if field.alias
@@ -73,9 +80,17 @@ def _title_from(description: str) -> str:
 
 def load_history_jsonl(path: str | Path) -> History:
     """Incidents from a JSON Lines file; errors name the line."""
+    return History(load_incidents_jsonl(path))
+
+
+def load_incidents_jsonl(path: str | Path) -> list[Incident]:
+    """Incidents from a JSON Lines file, read a line at a time; errors name the line. The
+    incidents share pydantic's record of the fields they were given, shared as each is made
+    (``precedent.adapters.heap.FieldSets``)."""
     file = Path(path)
     incidents: list[Incident] = []
     seen: dict[str, int] = {}
+    sets = FieldSets()
     for number, row in _lines(file):
         if not isinstance(row, dict):
             raise InputError(f"{file}:{number}: expected a JSON object")
@@ -93,10 +108,11 @@ def load_history_jsonl(path: str | Path) -> History:
                 f"{file}:{number}: duplicate incident id {incident.id!r} (line {seen[incident.id]})"
             )
         seen[incident.id] = number
+        sets.share(incident)
         incidents.append(incident)
     if not incidents:
         raise InputError(f"{file}: no incidents")
-    return History(incidents)
+    return incidents
 
 
 def _id_list(value: Any, key: str, where: str) -> frozenset[str]:

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 __all__ = [
+    "FieldSets",
     "compacted",
     "freeze_startup_heap",
     "limit_arenas",
@@ -125,6 +126,40 @@ def compacted(make: Callable[[], T]) -> T:
     return copy
 
 
+class FieldSets:
+    """One shared record of the fields given per distinct combination (``share_field_sets``),
+    kept across calls: a loader shares each model the moment it is made.
+
+    Shared as each incident is made, the record it gave up is freed among the next line's
+    temporaries, which reuse its memory. Shared after the whole history is loaded, the records
+    left holes between the incidents that no later allocation filled: a JSON Lines history of
+    100,000 incidents, 448 → 346 MiB once loaded (90 MiB of the interpreter's small-object
+    heap was free and could not be given back).
+    """
+
+    __slots__ = ("_canonical", "replaced")
+
+    def __init__(self) -> None:
+        self._canonical: dict[frozenset[str], set[str]] = {}
+        self.replaced = 0
+
+    def share(self, model: object) -> None:
+        """Share ``model``'s record, its nested models' and those in its lists and tuples."""
+        fields = getattr(model, "__pydantic_fields_set__", None)
+        if not isinstance(fields, set):
+            return
+        shared = self._canonical.setdefault(frozenset(fields), fields)
+        if shared is not fields:
+            object.__setattr__(model, "__pydantic_fields_set__", shared)
+            self.replaced += 1
+        for value in vars(model).values():
+            if isinstance(value, list | tuple):
+                for item in value:
+                    self.share(item)
+            else:
+                self.share(value)
+
+
 def share_field_sets(models: Iterable[object]) -> int:
     """Give pydantic models that were given the same fields one shared record of them;
     returns how many records were replaced.
@@ -136,27 +171,10 @@ def share_field_sets(models: Iterable[object]) -> int:
     in lists and tuples, too). Only ``model_fields_set`` and ``exclude_unset`` dumps read the
     set, and nothing here does; ``model_copy`` gives the copy a set of its own. Assigning to a
     field of a shared model would add the field to every model sharing the set: the history's
-    incidents are never assigned to (a change replaces the incident).
+    incidents are never assigned to (a change replaces the incident). A loader that makes
+    many models shares each as it is made (``FieldSets``).
     """
-    canonical: dict[frozenset[str], set[str]] = {}
-    replaced = 0
-
-    def visit(model: object) -> None:
-        nonlocal replaced
-        fields = getattr(model, "__pydantic_fields_set__", None)
-        if not isinstance(fields, set):
-            return
-        shared = canonical.setdefault(frozenset(fields), fields)
-        if shared is not fields:
-            object.__setattr__(model, "__pydantic_fields_set__", shared)
-            replaced += 1
-        for value in vars(model).values():
-            if isinstance(value, list | tuple):
-                for item in value:
-                    visit(item)
-            else:
-                visit(value)
-
+    sets = FieldSets()
     for model in models:
-        visit(model)
-    return replaced
+        sets.share(model)
+    return sets.replaced
