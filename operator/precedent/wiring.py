@@ -30,7 +30,7 @@ from precedent.adapters.context_facts import load_facts, load_mapping
 from precedent.adapters.evaluation import load_incidents_jsonl
 from precedent.adapters.faiss_index import FaissIncidentIndex
 from precedent.adapters.graph_source import graph_from_files
-from precedent.adapters.heap import compacted, share_field_sets
+from precedent.adapters.heap import FieldSets, compacted
 from precedent.adapters.kube_api import KubeApi
 from precedent.adapters.loader import load_incidents, load_playbooks
 from precedent.adapters.vector_neighbours import VectorNeighbours
@@ -222,17 +222,17 @@ def load_history_files(paths: Sequence[str | Path]) -> list[Incident]:
     from YAML are made again once the parse's garbage is gone (``compacted``): the operator
     keeps them for its lifetime. A JSON Lines history, parsed a line at a time, gained nothing
     from it (and would pay its copy's peak, gigabytes at a million incidents). Either way the
-    incidents share pydantic's record of the fields they were given (``share_field_sets``; a
-    JSON Lines history shares each incident's as it is made, ``FieldSets``).
+    incidents share pydantic's record of the fields they were given, each incident's shared as
+    it is made (``FieldSets``): shared after the whole history was made, the records given up
+    left holes among the incidents (10k incidents from YAML, in-process: 42.5 → 34.7 MiB).
     """
     if len(paths) == 1 and str(paths[0]).endswith(".jsonl"):
         return load_incidents_jsonl(paths[0])
 
     def load() -> list[Incident]:
-        # Shared before the copy: the pickle keeps one set per combination, as it was.
-        loaded = load_incidents(paths)
-        share_field_sets(loaded)
-        return loaded
+        # Shared as each incident is made, before the copy: the pickle keeps one set per
+        # combination, as it was (and the parse reuses the memory of the sets given up).
+        return load_incidents(paths, share=FieldSets())
 
     try:
         return compacted(load)

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from precedent.adapters.bounded import STDIN, parse_yaml_documents, read_text
+from precedent.adapters.heap import FieldSets
 from precedent.errors import LoadError, describe_validation
 from precedent.models import API_GROUP, Band, Decision, Incident, Playbook, RemediationRequestSpec
 
@@ -166,8 +167,12 @@ def load_requests(paths: Iterable[str | Path]) -> list[NamedRequest]:
     return requests
 
 
-def load_incidents(paths: Iterable[str | Path], *, strict_kind: bool = False) -> list[Incident]:
-    """Incident documents; other kinds are skipped unless ``strict_kind`` (data/ mixes kinds)."""
+def load_incidents(
+    paths: Iterable[str | Path], *, strict_kind: bool = False, share: FieldSets | None = None
+) -> list[Incident]:
+    """Incident documents; other kinds are skipped unless ``strict_kind`` (data/ mixes kinds).
+    With ``share``, each incident shares its record of the fields it was given as it is made
+    (precedent.adapters.heap.FieldSets)."""
     incidents: list[Incident] = []
     seen: dict[str, str] = {}
     for doc in iter_documents(paths):
@@ -179,6 +184,8 @@ def load_incidents(paths: Iterable[str | Path], *, strict_kind: bool = False) ->
                 f"spec.id: duplicate incident id {incident.id!r} (first in {seen[incident.id]})"
             )
         seen[incident.id] = doc.where
+        if share is not None:
+            share.share(incident)
         incidents.append(incident)
     return incidents
 
