@@ -17,6 +17,7 @@ from precedent.core.playbooks.phrases import (
     inferred_incident_types,
     is_read_only,
 )
+from precedent.core.playbooks.profile import workload_kinds
 from precedent.models import Playbook, RemediationRequestSpec
 
 CATALOG = Path(__file__).resolve().parents[3] / "data" / "playbooks"  # the bundled catalog
@@ -194,3 +195,51 @@ def test_a_memory_leak_is_not_a_leaked_credential() -> None:
     assert "secret-rotation" in inferred_incident_types(
         concept_counts("the payments API key leaked in a public gist; rotate it")
     )
+
+
+@pytest.mark.parametrize(
+    ("run", "kinds"),
+    [
+        ("kubectl scale deployment/$DEPLOYMENT -n $NAMESPACE --replicas=$r", {"Deployment"}),
+        ("kubectl -n $NS rollout restart sts/kafka", {"StatefulSet"}),
+        (
+            "kubectl get deploy $APP -o yaml\nkubectl rollout status daemonsets.apps/x",
+            {"Deployment", "DaemonSet"},
+        ),
+        ("kubectl get deploy,sts -A -o json", {"Deployment", "StatefulSet"}),
+        ("kubectl drain $NODE --ignore-daemonsets --delete-emptydir-data", set()),
+        ("kubectl rollout restart $KIND/$NAME", set()),
+        ("redeploy the statefulset from the pipeline", set()),  # no kubectl: not read
+    ],
+)
+def test_the_workload_kinds_a_playbook_runs_kubectl_on(run: str, kinds: set[str]) -> None:
+    playbook = Playbook.model_validate(
+        {"id": "p", "version": "v1", "description": "d", "steps": [{"name": "s", "run": run}]}
+    )
+    assert workload_kinds(playbook) == kinds
+
+
+def test_a_playbook_whose_steps_act_on_another_workload_kind_is_held_back(
+    default: CatalogIndex, without_rule: CatalogIndex
+) -> None:
+    # kafka-consumer-safe-scale scales deployment/$DEPLOYMENT: not for the brokers' StatefulSet.
+    brokers = query(
+        "scale_down", "StatefulSet", "scale down the kafka StatefulSet from 5 to 3 brokers"
+    )
+    assert picked(without_rule, brokers) == "kafka-consumer-safe-scale"
+    assert picked(default, brokers) == "manual_investigation"
+    answer = default.search(brokers)
+    held = {c.id: c.held_back for c in answer.held_back}
+    assert held["kafka-consumer-safe-scale"] == (
+        "its steps act on a Deployment, and the target is a StatefulSet"
+    )
+    # The consumers' Deployment still gets it.
+    consumers = query(
+        "scale_down",
+        "Deployment",
+        "scale the order events kafka consumer down from 12 to 6 replicas",
+    )
+    assert picked(default, consumers) == "kafka-consumer-safe-scale"
+    # A target that is no workload is not compared: a node pool's playbook runs kubectl on nodes.
+    pool = query("scale_down", "AgentPool", "scale the user node pool down from 12 to 8 nodes")
+    assert picked(default, pool) == "node-pool-scale-down-guarded"

@@ -234,17 +234,25 @@ class CatalogIndex:
         self,
         concepts: RequestConcepts,
         action: str | None,
+        kind: str,
         listed: BoolArray,
         fits: BoolArray,
         confidence: F64Array,
         evidence_: F64Array,
     ) -> dict[int, str]:
         """Listed rows held back, with the reason: the request asks for no change and the
-        playbook makes one; or the best-scored playbook is not written for a failure or object
-        the request names and a near runner-up is (and none the other way round)."""
+        playbook makes one; its steps run kubectl on other workload kinds than the target's
+        (``scale deployment/…`` for a StatefulSet); or the best-scored playbook is not written
+        for a failure or object the request names and a near runner-up is (and none the other
+        way round)."""
         n = listed.size
         held: dict[int, str] = {}
         candidates = fits.copy()
+        other_kind = self._concepts.other_workload(kind, n)
+        for row in np.flatnonzero(listed & other_kind).tolist():
+            names = " and ".join(self._concepts.workload_names(row))
+            held[row] = f"its steps act on a {names}, and the target is a {kind.strip()}"
+        candidates &= ~other_kind
         if asks_read_only(concepts.found, action or ""):
             mutating = self._concepts.mutating(n)
             for row in np.flatnonzero(listed & mutating).tolist():
@@ -324,7 +332,9 @@ class CatalogIndex:
         held: dict[int, str] = {}
         if self.model.hold_back and concepts is not None:
             fits = active & ~labels.contradicts
-            held = self._hold_back(concepts, query.action, listed, fits, confidence, evidence_)
+            held = self._hold_back(
+                concepts, query.action, query.kind, listed, fits, confidence, evidence_
+            )
             for row in held:
                 listed[row] = False
         rows = np.flatnonzero(listed)

@@ -17,7 +17,9 @@ playbook is added or changed, never per request:
 
 The same table knows each playbook's **objects** (what its id and description say it acts on:
 a certificate, a credential, a node…), which the new-playbook rule reads: a new playbook is
-never offered for another kind of object than the request's.
+never offered for another kind of object than the request's. It also knows the **workload
+kinds its steps run kubectl on** (:func:`workload_kinds`: Deployment, StatefulSet, DaemonSet):
+a playbook whose steps scale ``deployment/$DEPLOYMENT`` is not handed out for a StatefulSet.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ __all__ = [
     "PRIMARY_WEIGHT",
     "PROFILE_CALIBRATIONS",
     "SECONDARY_WEIGHT",
+    "WORKLOAD_KINDS",
     "ConceptTable",
     "RequestConcepts",
     "own_facts",
@@ -51,7 +54,28 @@ __all__ = [
     "profile_calibration_for",
     "profile_text",
     "request_concepts",
+    "workload_kinds",
 ]
+
+WORKLOAD_KINDS: tuple[str, ...] = ("Deployment", "StatefulSet", "DaemonSet")
+"""The workload kinds a playbook's kubectl steps are read for."""
+_WORKLOAD_WORDS = {
+    "deployment": 0,
+    "deployments": 0,
+    "deploy": 0,
+    "statefulset": 1,
+    "statefulsets": 1,
+    "sts": 1,
+    "daemonset": 2,
+    "daemonsets": 2,
+    "ds": 2,
+}
+# A workload kind as kubectl takes it: ``deployment/web``, ``sts web``, ``daemonsets.apps``,
+# ``deploy,sts``; not inside a flag (``--ignore-daemonsets``) or a word (``redeploy``).
+_KUBECTL_KIND = re.compile(
+    r"(?<![\w-])(deployments?|deploy|statefulsets?|sts|daemonsets?|ds)(?:\.apps)?(?=[/,\s]|$)",
+    re.IGNORECASE,
+)
 
 PRIMARY_WEIGHT = 1.0
 """Weight of a concept in a playbook's id, description or incident types."""
@@ -149,6 +173,21 @@ def playbook_concepts(playbook: Playbook) -> tuple[F64Array, BoolArray]:
     return weights, found_objects
 
 
+def workload_kinds(playbook: Playbook) -> frozenset[str]:
+    """The workload kinds (``WORKLOAD_KINDS``) the playbook's steps run kubectl on, read from
+    each command after ``kubectl``; empty when its steps name none (``$KIND/$NAME``, no
+    kubectl)."""
+    found: set[str] = set()
+    for step in playbook.steps:
+        for line in step.run.splitlines():
+            _, kubectl, command = line.partition("kubectl")
+            if not kubectl:
+                continue
+            for match in _KUBECTL_KIND.finditer(command):
+                found.add(WORKLOAD_KINDS[_WORKLOAD_WORDS[match.group(1).lower()]])
+    return frozenset(found)
+
+
 class RequestConcepts:
     """A request's selection concepts: what its text and its target's kind name."""
 
@@ -180,6 +219,7 @@ class ConceptTable:
         self._own: BoolArray = np.zeros((0, width), dtype=bool)
         self._read_only: BoolArray = np.zeros(0, dtype=bool)
         self._mutating: BoolArray = np.zeros(0, dtype=bool)
+        self._kinds: BoolArray = np.zeros((0, len(WORKLOAD_KINDS)), dtype=bool)
 
     def grow(self, capacity: int) -> None:
         """Make room for ``capacity`` rows (new rows have no concepts)."""
@@ -188,6 +228,7 @@ class ConceptTable:
         self._own = resized(self._own, capacity)
         self._read_only = resized(self._read_only, capacity)
         self._mutating = resized(self._mutating, capacity)
+        self._kinds = resized(self._kinds, capacity)
 
     def set(self, row: int, playbook: Playbook) -> None:
         """The row's concepts, read from the playbook."""
@@ -195,6 +236,8 @@ class ConceptTable:
         self._own[row] = own_facts(playbook)
         self._read_only[row] = is_read_only(playbook.actions)
         self._mutating[row] = bool(playbook.actions) and not self._read_only[row]
+        kinds = workload_kinds(playbook)
+        self._kinds[row] = [kind in kinds for kind in WORKLOAD_KINDS]
 
     def clear(self, row: int) -> None:
         """Forget the row."""
@@ -203,6 +246,21 @@ class ConceptTable:
         self._own[row] = False
         self._read_only[row] = False
         self._mutating[row] = False
+        self._kinds[row] = False
+
+    def other_workload(self, kind: str, n: int) -> BoolArray:
+        """Rows whose steps run kubectl on workload kinds, none of them ``kind`` (a target's
+        kind; nothing for a kind that is no workload kind)."""
+        try:
+            column = [k.lower() for k in WORKLOAD_KINDS].index(kind.strip().lower())
+        except ValueError:
+            return np.zeros(n, dtype=bool)
+        rows = self._kinds[:n]
+        return cast(BoolArray, np.any(rows, axis=1) & ~rows[:, column])
+
+    def workload_names(self, row: int) -> list[str]:
+        """The workload kinds the row's steps run kubectl on."""
+        return [k for k, on in zip(WORKLOAD_KINDS, self._kinds[row].tolist(), strict=True) if on]
 
     def mutating(self, n: int) -> BoolArray:
         """Rows whose playbook lists an action that changes something."""
