@@ -13,11 +13,11 @@ import pytest
 
 from precedent.adapters.heap import (
     COLLECTOR_THRESHOLDS,
+    FieldSets,
     compacted,
     freeze_startup_heap,
     limit_arenas,
     release_free_memory,
-    share_field_sets,
 )
 from precedent.adapters.loader import load_incidents, load_requests
 from precedent.settings import Settings
@@ -128,8 +128,9 @@ def test_loaded_incidents_share_the_record_of_their_fields_and_stay_the_same(
 
 
 def test_a_copy_of_a_sharing_incident_has_a_record_of_its_own() -> None:
-    incidents = load_incidents([DATA])[:20]
-    share_field_sets(incidents)
+    sets = FieldSets()
+    incidents = load_incidents([DATA], share=sets)[:20]
+    assert sets.replaced > 0
     before = set(incidents[1].model_fields_set)
     copy = incidents[0].model_copy(update={"namespace": "shop"})
     assert copy.model_fields_set is not incidents[0].model_fields_set

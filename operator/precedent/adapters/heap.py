@@ -22,7 +22,7 @@ import functools
 import gc
 import os
 import pickle
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import TypeVar
 
 __all__ = [
@@ -31,7 +31,6 @@ __all__ = [
     "freeze_startup_heap",
     "limit_arenas",
     "release_free_memory",
-    "share_field_sets",
 ]
 
 _M_ARENA_MAX = -8  # glibc's malloc.h
@@ -127,14 +126,24 @@ def compacted(make: Callable[[], T]) -> T:
 
 
 class FieldSets:
-    """One shared record of the fields given per distinct combination (``share_field_sets``),
-    kept across calls: a loader shares each model the moment it is made.
+    """Give pydantic models that were given the same fields one shared record of them, as
+    each model is made (``share``); ``replaced`` counts the records given up.
 
-    Shared as each incident is made, the record it gave up is freed among the next line's
-    temporaries, which reuse its memory. Shared after the whole history is loaded, the records
-    left holes between the incidents that no later allocation filled: with a JSON Lines history
-    of 100,000 incidents the service took 466 → 365 MiB once built (90 MiB of the interpreter's
-    small-object heap had been free and could not be given back; docs/performance.md).
+    pydantic keeps, in every model, the set of the fields its input gave
+    (``__pydantic_fields_set__``): about 700 bytes per incident and as much again per nested
+    model (its resource), alike across the history — 1.4 KB of an incident's 3.4 KB, 14 MiB at
+    10k incidents. One set per distinct combination is kept instead (nested models, and models
+    in lists and tuples, too). Only ``model_fields_set`` and ``exclude_unset`` dumps read the
+    set, and nothing here does; ``model_copy`` gives the copy a set of its own. Assigning to a
+    field of a shared model would add the field to every model sharing the set: the history's
+    incidents are never assigned to (a change replaces the incident).
+
+    A loader shares each incident as it makes it: the record given up is freed among the next
+    incident's temporaries, which reuse its memory. Shared once the whole history was loaded,
+    the records left holes between the incidents that no later allocation filled: with a JSON
+    Lines history of 100,000 incidents the service took 466 → 365 MiB once built (90 MiB of the
+    interpreter's small-object heap had been free and could not be given back;
+    docs/performance.md).
     """
 
     __slots__ = ("_canonical", "replaced")
@@ -158,23 +167,3 @@ class FieldSets:
                     self.share(item)
             else:
                 self.share(value)
-
-
-def share_field_sets(models: Iterable[object]) -> int:
-    """Give pydantic models that were given the same fields one shared record of them;
-    returns how many records were replaced.
-
-    pydantic keeps, in every model, the set of the fields its input gave
-    (``__pydantic_fields_set__``): about 700 bytes per incident and as much again per nested
-    model (its resource), alike across the history — 1.4 KB of an incident's 3.4 KB, 14 MiB at
-    10k incidents. One set per distinct combination is kept instead (nested models, and models
-    in lists and tuples, too). Only ``model_fields_set`` and ``exclude_unset`` dumps read the
-    set, and nothing here does; ``model_copy`` gives the copy a set of its own. Assigning to a
-    field of a shared model would add the field to every model sharing the set: the history's
-    incidents are never assigned to (a change replaces the incident). A loader that makes
-    many models shares each as it is made (``FieldSets``).
-    """
-    sets = FieldSets()
-    for model in models:
-        sets.share(model)
-    return sets.replaced
