@@ -250,7 +250,7 @@ class CatalogIndex:
         candidates = fits.copy()
         other_kind = self._concepts.other_workload(kind, n)
         for row in np.flatnonzero(listed & other_kind).tolist():
-            names = " and ".join(self._concepts.workload_names(row))
+            names = " and a ".join(self._concepts.workload_names(row))
             held[row] = f"its steps act on a {names}, and the target is a {kind.strip()}"
         candidates &= ~other_kind
         if asks_read_only(concepts.found, action or ""):
