@@ -224,7 +224,7 @@ def load_history_files(paths: Sequence[str | Path]) -> list[Incident]:
     from it (and would pay its copy's peak, gigabytes at a million incidents). Either way the
     incidents share pydantic's record of the fields they were given, each incident's shared as
     it is made (``FieldSets``): shared after the whole history was made, the records given up
-    left holes among the incidents (10k incidents from YAML, in-process: 42.5 → 34.7 MiB).
+    left holes among the incidents (10k incidents from YAML, in-process: 42.5 → 33.5 MiB).
     """
     if len(paths) == 1 and str(paths[0]).endswith(".jsonl"):
         return load_incidents_jsonl(paths[0])

@@ -60,16 +60,17 @@ __all__ = [
 WORKLOAD_KINDS: tuple[str, ...] = ("Deployment", "StatefulSet", "DaemonSet")
 """The workload kinds a playbook's kubectl steps are read for."""
 _WORKLOAD_WORDS = {
-    "deployment": 0,
-    "deployments": 0,
-    "deploy": 0,
-    "statefulset": 1,
-    "statefulsets": 1,
-    "sts": 1,
-    "daemonset": 2,
-    "daemonsets": 2,
-    "ds": 2,
+    "deployment": "Deployment",
+    "deployments": "Deployment",
+    "deploy": "Deployment",
+    "statefulset": "StatefulSet",
+    "statefulsets": "StatefulSet",
+    "sts": "StatefulSet",
+    "daemonset": "DaemonSet",
+    "daemonsets": "DaemonSet",
+    "ds": "DaemonSet",
 }
+_WORKLOAD_COLUMNS = {kind.lower(): column for column, kind in enumerate(WORKLOAD_KINDS)}
 # A workload kind as kubectl takes it: ``deployment/web``, ``sts web``, ``daemonsets.apps``,
 # ``deploy,sts``; not inside a flag (``--ignore-daemonsets``) or a word (``redeploy``).
 _KUBECTL_KIND = re.compile(
@@ -184,7 +185,7 @@ def workload_kinds(playbook: Playbook) -> frozenset[str]:
             if not kubectl:
                 continue
             for match in _KUBECTL_KIND.finditer(command):
-                found.add(WORKLOAD_KINDS[_WORKLOAD_WORDS[match.group(1).lower()]])
+                found.add(_WORKLOAD_WORDS[match.group(1).lower()])
     return frozenset(found)
 
 
@@ -251,9 +252,8 @@ class ConceptTable:
     def other_workload(self, kind: str, n: int) -> BoolArray:
         """Rows whose steps run kubectl on workload kinds, none of them ``kind`` (a target's
         kind; nothing for a kind that is no workload kind)."""
-        try:
-            column = [k.lower() for k in WORKLOAD_KINDS].index(kind.strip().lower())
-        except ValueError:
+        column = _WORKLOAD_COLUMNS.get(kind.strip().lower())
+        if column is None:
             return np.zeros(n, dtype=bool)
         rows = self._kinds[:n]
         return cast(BoolArray, np.any(rows, axis=1) & ~rows[:, column])
