@@ -85,6 +85,14 @@ def _stop_demo(demo: subprocess.Popen[str], signum: int) -> str:
     return rest
 
 
+def _assert_stopped_cleanly(demo: subprocess.Popen[str], rest: str, url: str) -> None:
+    """The demo exited 0, said so, and its sandbox API server no longer answers."""
+    assert demo.returncode == 0, rest
+    assert "stopped the operator and the sandbox" in rest
+    with pytest.raises(httpx.TransportError):
+        httpx.get(url, timeout=5)
+
+
 def test_demo_output_is_short_and_every_kubectl_line_was_run() -> None:
     demo = _start_demo()
     lines: list[str] = []
@@ -154,10 +162,7 @@ def test_demo_output_is_short_and_every_kubectl_line_was_run() -> None:
                 assert spec["requestRef"]["name"] == args[3].split("/")[1]
     finally:
         rest = _stop_demo(demo, signal.SIGINT)
-    assert demo.returncode == 0, rest
-    assert "stopped the operator and the sandbox" in rest
-    with pytest.raises(httpx.TransportError):
-        httpx.get(url, timeout=5)
+    _assert_stopped_cleanly(demo, rest, url)
 
 
 def test_sigterm_stops_the_demo_with_its_sandbox_and_operator() -> None:
@@ -170,10 +175,7 @@ def test_sigterm_stops_the_demo_with_its_sandbox_and_operator() -> None:
         assert httpx.get(url + "/version", timeout=5).status_code == 200
     finally:
         rest = _stop_demo(demo, signal.SIGTERM)
-    assert demo.returncode == 0, rest
-    assert "stopped the operator and the sandbox" in rest
-    with pytest.raises(httpx.TransportError):
-        httpx.get(url, timeout=5)
+    _assert_stopped_cleanly(demo, rest, url)
     # No process of the demo's group is left (the operator and the sandbox were its children).
     with pytest.raises(ProcessLookupError):
         os.killpg(demo.pid, 0)
