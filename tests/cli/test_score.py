@@ -183,3 +183,36 @@ def test_invalid_setting_names_the_variable() -> None:
     # One line naming the variable; the reason after it is pydantic's wording, not pinned.
     [line] = proc.stderr.splitlines()
     assert line.startswith("error: invalid configuration: PRECEDENT_MIN_CONFIDENCE: "), line
+
+
+def _namespace(name: str, environment: str) -> str:
+    return (
+        "apiVersion: v1\nkind: Namespace\n"
+        f"metadata: {{name: {name}, labels: {{precedent.dev/environment: {environment}}}}}\n"
+    )
+
+
+def test_a_namespace_given_twice_with_other_labels_is_refused_in_either_order(
+    tmp_path: Path,
+) -> None:
+    # The environment is what the gate trusts: it never depends on which file came last.
+    prod, staging = tmp_path / "prod.yaml", tmp_path / "staging.yaml"
+    prod.write_text(_namespace("shop", "production"))
+    staging.write_text(_namespace("shop", "staging"))
+    for first, second in ((prod, staging), (staging, prod)):
+        proc = run("score", "-", "-f", str(first), "-f", str(second), stdin=VALID)
+        assert proc.returncode == 1
+        assert "Traceback" not in proc.stderr
+        line = proc.stderr.strip()
+        assert line.startswith(f"error: {second}, document 1 (Namespace shop): ")
+        assert f"also in {first}, document 1 (Namespace shop) with other labels" in line
+        assert "precedent.dev/environment=production" in line
+        assert "precedent.dev/environment=staging" in line
+
+
+def test_the_same_namespace_manifest_twice_is_one_fact(tmp_path: Path) -> None:
+    first, again = tmp_path / "a.yaml", tmp_path / "b.yaml"
+    first.write_text(_namespace("shop", "production"))
+    again.write_text(_namespace("shop", "production"))
+    proc = run("score", "-", "-f", str(first), "-f", str(again), stdin=VALID)
+    assert proc.returncode == 0, proc.stderr

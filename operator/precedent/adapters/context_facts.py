@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from precedent.adapters.loader import iter_documents
 from precedent.core.context import ContextFacts, EnvironmentRule, parse_rules
@@ -62,6 +63,9 @@ def load_facts(
     """Facts from Namespace manifests and EnvironmentMapping documents in ``paths``."""
     facts = ContextFacts(default=default, cluster=cluster, rules=list(rules))
     found: list[EnvironmentRule] = []
+    # Where each namespace was given, and its labels: a second manifest of the same namespace
+    # that labels it otherwise is refused, never decided by the order of the files.
+    given: dict[str, tuple[str, dict[str, Any]]] = {}
     try:
         for doc in iter_documents(paths):
             if doc.kind == "Namespace" and doc.name:
@@ -77,13 +81,26 @@ def load_facts(
                 ):
                     continue  # another cluster's namespace of the same name
                 labels = meta.get("labels")
-                facts.observe_namespace(doc.name, labels if isinstance(labels, dict) else None)
+                labels = labels if isinstance(labels, dict) else {}
+                first = given.setdefault(doc.name, (doc.where, labels))
+                if first[1] != labels:
+                    raise InputError(
+                        f"{doc.where}: Namespace {doc.name} is also in {first[0]} with other "
+                        f"labels ({_labels(first[1])} there, {_labels(labels)} here): give "
+                        "each namespace once"
+                    )
+                facts.observe_namespace(doc.name, labels)
             elif doc.kind == MAPPING_KIND:
                 found.extend(parse_rules(doc.body, doc.where))
     except (LoadError, ValueError) as exc:
         raise InputError(str(exc)) from None
     facts.rules = _numbered([*facts.rules, *found])
     return facts
+
+
+def _labels(labels: dict[str, Any]) -> str:
+    pairs = sorted(f"{key}={value}" for key, value in labels.items())
+    return ", ".join(pairs) or "no labels"
 
 
 def _numbered(rules: list[EnvironmentRule]) -> list[EnvironmentRule]:
