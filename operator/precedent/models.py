@@ -7,11 +7,12 @@ so ``Incident.model_validate(yaml_spec)`` reads what ``kubectl apply`` stores an
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -20,8 +21,10 @@ from pydantic import (
     Field,
     PlainSerializer,
     PlainValidator,
+    SerializerFunctionWrapHandler,
     WithJsonSchema,
     field_validator,
+    model_serializer,
     model_validator,
 )
 from pydantic.alias_generators import to_camel
@@ -294,6 +297,13 @@ class IncidentResource(WireModel):
     name: str = Field(min_length=1, max_length=253, description="Short resource name.")
 
 
+PACKED_TEXTS = ("description", "root_cause", "resolution", "recommended_procedure")
+"""The long texts ``Incident.packed`` keeps compressed."""
+PACKED_KEY = "_packed_texts"
+_TEXT_SEPARATOR = "\x1f"  # ASCII unit separator; an incident whose text holds it stays plain
+_PACK_LEVEL = 6
+
+
 class Incident(WireModel):
     """A past incident: the institutional memory the risk score is computed from."""
 
@@ -352,8 +362,91 @@ class Incident(WireModel):
 
     def text(self) -> str:
         """The text an embedder sees: title, description, root cause and tags."""
-        parts = [self.title, self.description, self.root_cause, " ".join(self.tags)]
+        texts = self._unpacked_texts() if PACKED_KEY in self.__dict__ else self.__dict__
+        parts = [self.title, texts["description"], texts["root_cause"], " ".join(self.tags)]
         return "\n".join(p for p in parts if p)
+
+    # -- the long texts, kept compressed -----------------------------------------------------
+    #
+    # A history is held for the operator's lifetime, and of an incident's ~2.6 KB in memory its
+    # four long texts are about 1.4 KB, while answering a request reads them for the one or two
+    # incidents the status quotes (the vector index and BM25 read them when they are built).
+    # ``packed()`` gives a copy that keeps the four as one zlib-compressed string; reading any of
+    # them (an attribute, ``model_dump``, ``==``) gives the text as given. Not a model field:
+    # the compressed bytes sit in the instance's ``__dict__`` under PACKED_KEY, where pydantic
+    # neither validates nor serialises them.
+
+    def packed(self) -> Incident:
+        """A copy with the long texts compressed, or this incident when there is nothing to
+        gain (no long text, already packed, or a text holding the separator)."""
+        values = self.__dict__
+        if PACKED_KEY in values:
+            return self
+        texts = [values[name] for name in PACKED_TEXTS]
+        if not any(texts) or any(_TEXT_SEPARATOR in text for text in texts):
+            return self
+        blob = zlib.compress(_TEXT_SEPARATOR.join(texts).encode(), _PACK_LEVEL)
+        copy = self.model_copy()
+        # The same record of the fields given (never changed: precedent.adapters.heap.FieldSets).
+        object.__setattr__(copy, "__pydantic_fields_set__", self.__pydantic_fields_set__)
+        state = copy.__dict__
+        for name in PACKED_TEXTS:
+            del state[name]
+        state[PACKED_KEY] = blob
+        return copy
+
+    @property
+    def is_packed(self) -> bool:
+        """Whether the long texts are kept compressed (``packed``)."""
+        return PACKED_KEY in self.__dict__
+
+    def _unpacked_texts(self) -> dict[str, str]:
+        blob: bytes = self.__dict__[PACKED_KEY]
+        texts = zlib.decompress(blob).decode().split(_TEXT_SEPARATOR)
+        # A text replaced after packing (``model_copy(update=...)``) is in __dict__ again.
+        return {
+            name: self.__dict__.get(name, text)
+            for name, text in zip(PACKED_TEXTS, texts, strict=True)
+        }
+
+    def unpacked(self) -> Incident:
+        """This incident with every text held as a plain string (itself when not packed)."""
+        if PACKED_KEY not in self.__dict__:
+            return self
+        texts, state = self._unpacked_texts(), self.__dict__
+        copy = self.model_copy()
+        # In the fields' order, as the incident was made (a JSON dump follows it).
+        values = {name: texts[name] if name in texts else state[name] for name in _FIELD_ORDER}
+        object.__setattr__(copy, "__dict__", values)
+        return copy
+
+    if not TYPE_CHECKING:
+        # Only reached for names missing from __dict__: a packed incident's texts. The type
+        # checker keeps seeing the declared ``str`` fields.
+        def __getattr__(self, name: str) -> Any:
+            if name in PACKED_TEXTS and PACKED_KEY in self.__dict__:
+                return self._unpacked_texts()[name]
+            return super().__getattr__(name)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Incident) and (self.is_packed or other.is_packed):
+            return BaseModel.__eq__(self.unpacked(), other.unpacked())
+        return super().__eq__(other)
+
+    def __repr_args__(self) -> Any:
+        return self.unpacked().__repr_args__() if self.is_packed else super().__repr_args__()
+
+    @model_serializer(mode="wrap")
+    def _serialize(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Nested or not, in Python or JSON mode, the dump is the unpacked incident's.
+        if PACKED_KEY in self.__dict__:
+            dumped: dict[str, Any] = handler(self.unpacked())
+        else:
+            dumped = handler(self)
+        return dumped
+
+
+_FIELD_ORDER = tuple(Incident.model_fields)
 
 
 # ---------------------------------------------------------------------------------------------

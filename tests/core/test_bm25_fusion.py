@@ -191,3 +191,21 @@ def test_the_arrays_score_bit_for_bit_as_a_counter_per_document() -> None:
     restored.restore(match.export())
     check(restored)
     assert sorted(restored.ids()) == sorted(reference.docs)
+
+
+def test_a_count_beyond_sixteen_bits_is_kept_as_the_most_it_can_hold() -> None:
+    """Counts are kept in 16 bits; a longer document (none of the history's fields allows one)
+    counts the word 65,535 times, and survives export and restore."""
+    bm25 = Bm25Match()
+    bm25.add("long", "kafka " * 70_000 + "broker")
+    bm25.add("short", "kafka broker restart")
+    state = bm25.export()
+    kafka = state["vocabulary"].index("kafka")
+    first = slice(int(state["offsets"][0]), int(state["offsets"][1]))
+    counts = dict(zip(state["terms"][first].tolist(), state["counts"][first].tolist(), strict=True))
+    assert counts[kafka] == 65_535
+    scores = bm25.match("kafka broker", ["long", "short"])
+    assert all(0 < s <= 1 for s in scores.tolist())
+    again = Bm25Match()
+    again.restore(state)
+    assert again.match("kafka broker", ["long", "short"]).tolist() == scores.tolist()

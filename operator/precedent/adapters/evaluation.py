@@ -83,10 +83,11 @@ def load_history_jsonl(path: str | Path) -> History:
     return History(load_incidents_jsonl(path))
 
 
-def load_incidents_jsonl(path: str | Path) -> list[Incident]:
+def load_incidents_jsonl(path: str | Path, *, pack: bool = False) -> list[Incident]:
     """Incidents from a JSON Lines file, read a line at a time; errors name the line. The
     incidents share pydantic's record of the fields they were given, shared as each is made
-    (``precedent.adapters.heap.FieldSets``)."""
+    (``precedent.adapters.heap.FieldSets``); with ``pack`` each keeps its long texts
+    compressed (``Incident.packed``)."""
     file = Path(path)
     incidents: list[Incident] = []
     seen: dict[str, int] = {}
@@ -108,6 +109,8 @@ def load_incidents_jsonl(path: str | Path) -> list[Incident]:
                 f"{file}:{number}: duplicate incident id {incident.id!r} (line {seen[incident.id]})"
             )
         seen[incident.id] = number
+        if pack:
+            incident = incident.packed()
         sets.share(incident)
         incidents.append(incident)
     if not incidents:

@@ -168,11 +168,16 @@ def load_requests(paths: Iterable[str | Path]) -> list[NamedRequest]:
 
 
 def load_incidents(
-    paths: Iterable[str | Path], *, strict_kind: bool = False, share: FieldSets | None = None
+    paths: Iterable[str | Path],
+    *,
+    strict_kind: bool = False,
+    share: FieldSets | None = None,
+    pack: bool = False,
 ) -> list[Incident]:
     """Incident documents; other kinds are skipped unless ``strict_kind`` (data/ mixes kinds).
     With ``share``, each incident shares its record of the fields it was given as it is made
-    (precedent.adapters.heap.FieldSets)."""
+    (precedent.adapters.heap.FieldSets); with ``pack``, it keeps its long texts compressed
+    (``Incident.packed``)."""
     incidents: list[Incident] = []
     seen: dict[str, str] = {}
     for doc in iter_documents(paths):
@@ -184,6 +189,8 @@ def load_incidents(
                 f"spec.id: duplicate incident id {incident.id!r} (first in {seen[incident.id]})"
             )
         seen[incident.id] = doc.where
+        if pack:
+            incident = incident.packed()
         if share is not None:
             share.share(incident)
         incidents.append(incident)

@@ -618,6 +618,11 @@ def _segments(begin: npt.NDArray[np.int64], sizes: npt.NDArray[np.int64]) -> npt
     return (np.arange(total) - np.repeat(first - begin, sizes)).astype(np.intp)
 
 
+_COUNT_MAX = 0xFFFF
+"""A term's count in one document, as ``Bm25Match`` keeps it (16 bits). The longest incident
+holds about 17,000 characters, so no count reaches it; one that did would score as this many."""
+
+
 class Bm25Match:
     """Okapi BM25 kept in step with a changing set of documents, scoring chosen documents.
 
@@ -633,10 +638,11 @@ class Bm25Match:
 
     The documents' terms are kept in three flat arrays, not a ``Counter`` per document (about
     1.5 KB each: 15 MiB at 10k incidents, 150 at 100k): the vocabulary's number of each term,
-    sorted within a document, its count, and where each document's row starts. A replaced or
-    removed document's row stays until the dead rows outweigh the live ones; then the arrays
-    are rewritten. Scores are the same, bit for bit, as summing over a ``Counter`` per
-    document (``tests/core/test_bm25_fusion.py`` keeps that reference).
+    sorted within a document, its count (16 bits: 13 MiB less than 32 at 100k incidents), and
+    where each document's row starts. A replaced or removed document's row stays until the
+    dead rows outweigh the live ones; then the arrays are rewritten. Scores are the same, bit
+    for bit, as summing over a ``Counter`` per document (``tests/core/test_bm25_fusion.py``
+    keeps that reference).
     """
 
     def __init__(self, *, k1: float = 1.2, b: float = 0.75, vocabulary: bool = True) -> None:
@@ -649,7 +655,7 @@ class Bm25Match:
         self._words: list[str] = []  # term number → term
         self._numbers: dict[str, int] = {}  # term → its number
         self._terms = array("i")  # every row's term numbers, ascending within a row
-        self._counts = array("i")  # and their counts
+        self._counts = array("H")  # and their counts (16 bits: at most COUNT_MAX)
         self._starts = array("q", [0])  # row r is [_starts[r], _starts[r + 1])
         self._dead = 0  # entries in rows no document uses any more
         self._docs: dict[str, tuple[int, int, str]] = {}  # id → (row, length, fingerprint)
@@ -692,7 +698,7 @@ class Bm25Match:
             "lengths": np.array(lengths, dtype=np.int64),
             "offsets": np.concatenate(([0], np.cumsum(sizes))).astype(np.int64),
             "terms": np.frombuffer(self._terms, dtype=np.int32)[flat].copy(),
-            "counts": np.frombuffer(self._counts, dtype=np.int32)[flat].copy(),
+            "counts": np.frombuffer(self._counts, dtype=np.uint16)[flat].astype(np.int32),
         }
 
     def restore(self, state: Mapping[str, Any]) -> None:
@@ -707,7 +713,7 @@ class Bm25Match:
         self._words = [sys.intern(w) for w in words]
         self._numbers = {w: n for n, w in enumerate(self._words)}
         self._terms = array("i", terms[order].tobytes())
-        self._counts = array("i", counts[order].tobytes())
+        self._counts = array("H", np.minimum(counts[order], _COUNT_MAX).astype(np.uint16).tobytes())
         self._starts = array("q", offsets.tobytes())
         self._dead = 0
         self._docs = {
@@ -741,7 +747,7 @@ class Bm25Match:
         length = sum(count for _, count in numbered)
         row = len(self._starts) - 1
         self._terms.extend(n for n, _ in numbered)
-        self._counts.extend(c for _, c in numbered)
+        self._counts.extend(min(c, _COUNT_MAX) for _, c in numbered)
         self._starts.append(len(self._terms))
         self._docs[doc_id] = (row, length, fingerprint)
         self._df.update(self._words[n] for n, _ in numbered)
@@ -818,7 +824,7 @@ class Bm25Match:
         numbers = np.fromiter((n for n, _ in weights), dtype=np.int64, count=len(weights))
         wanted = np.arange(len(found), dtype=np.int64)[:, None] * span + numbers
         at = np.minimum(np.searchsorted(keys, wanted), keys.size - 1)
-        tf = np.where(keys[at] == wanted, np.frombuffer(self._counts, dtype=np.int32)[flat][at], 0)
+        tf = np.where(keys[at] == wanted, np.frombuffer(self._counts, dtype=np.uint16)[flat][at], 0)
         tf = tf.astype(np.float64)
         k1, b = self._k1, self._b
         # The same floating-point operations as one document at a time, summed term by term

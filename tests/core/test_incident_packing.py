@@ -1,0 +1,140 @@
+"""An incident with its long texts compressed (``Incident.packed``) reads, dumps, compares and
+pickles as the incident it was made from, and the operator's history is loaded that way."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import pickle
+import sys
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from precedent.adapters.evaluation import load_incidents_jsonl
+from precedent.adapters.loader import load_incidents
+from precedent.models import PACKED_TEXTS, Incident
+from precedent.settings import Settings
+from precedent.wiring import build_service, load_history_files
+
+REPO = Path(__file__).resolve().parents[2]
+INCIDENTS = REPO / "data" / "incidents"
+
+
+@pytest.fixture(scope="module")
+def bundled() -> list[Incident]:
+    return load_incidents([INCIDENTS])
+
+
+def test_a_packed_incident_is_the_incident_it_was_made_from(bundled: list[Incident]) -> None:
+    for plain in bundled:
+        packed = plain.packed()
+        assert packed.is_packed, plain.id
+        for name in (*PACKED_TEXTS, "title", "tags", "resource", "occurred_at"):
+            assert getattr(packed, name) == getattr(plain, name), (plain.id, name)
+        assert packed.text() == plain.text()
+        assert packed == plain
+        assert plain == packed
+        for options in ({}, {"by_alias": True, "exclude_none": True}, {"exclude_defaults": True}):
+            assert packed.model_dump(mode="json", **options) == plain.model_dump(
+                mode="json", **options
+            )
+        assert packed.model_dump_json(by_alias=True) == plain.model_dump_json(by_alias=True)
+        assert repr(packed) == repr(plain)
+        assert packed.model_fields_set == plain.model_fields_set
+        assert packed.unpacked() == plain
+        assert not packed.unpacked().is_packed
+
+
+def test_a_packed_incident_inside_another_model_dumps_its_texts(bundled: list[Incident]) -> None:
+    class Wrapper(BaseModel):
+        incidents: list[Incident]
+
+    plain = Wrapper(incidents=bundled[:3])
+    packed = Wrapper(incidents=[i.packed() for i in bundled[:3]])
+    assert json.loads(packed.model_dump_json()) == json.loads(plain.model_dump_json())
+    assert packed.model_dump()["incidents"][0]["description"] == bundled[0].description
+
+
+def test_a_text_replaced_after_packing_wins_and_the_others_stay(bundled: list[Incident]) -> None:
+    plain = next(i for i in bundled if i.root_cause and i.resolution)
+    changed = plain.packed().model_copy(update={"description": "replaced"})
+    assert changed.description == "replaced"
+    assert changed.root_cause == plain.root_cause
+    assert changed.model_dump()["description"] == "replaced"
+    assert changed != plain
+    assert changed == plain.model_copy(update={"description": "replaced"})
+
+
+def test_packing_survives_pickle_and_packs_once(bundled: list[Incident]) -> None:
+    packed = bundled[0].packed()
+    again = pickle.loads(pickle.dumps(packed))
+    assert again.is_packed
+    assert again == bundled[0]
+    assert packed.packed() is packed
+
+
+def test_nothing_to_pack_or_a_separator_in_a_text_keeps_the_incident_plain() -> None:
+    bare = Incident(id="INC-1", title="only a title")
+    assert bare.packed() is bare
+    odd = Incident(id="INC-2", title="t", description="a\x1fb")
+    assert odd.packed() is odd
+    assert odd.description == "a\x1fb"
+
+
+def test_an_unknown_attribute_is_still_an_attribute_error(bundled: list[Incident]) -> None:
+    with pytest.raises(AttributeError):
+        _ = bundled[0].packed().no_such_field  # type: ignore[attr-defined]
+
+
+def test_packing_keeps_less(bundled: list[Incident]) -> None:
+    def held(incident: Incident) -> int:
+        return sum(sys.getsizeof(v) for v in vars(incident).values())
+
+    plain = sum(held(i) for i in bundled)
+    packed = sum(held(i.packed()) for i in bundled)
+    # The four texts are about 1.4 KB of an incident; compressed together about 0.6 KB.
+    assert packed < 0.75 * plain
+
+
+def test_the_operators_history_loads_packed_from_yaml_and_json_lines(tmp_path: Path) -> None:
+    assert all(i.is_packed for i in load_history_files([INCIDENTS]) if i.description)
+    rows = [i.model_dump(mode="json") for i in load_incidents([INCIDENTS])]
+    jsonl = tmp_path / "history.jsonl"
+    jsonl.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    loaded = load_history_files([jsonl])
+    assert all(i.is_packed for i in loaded if i.description)
+    assert loaded == load_incidents_jsonl(jsonl)  # the same incidents, unpacked
+
+
+def test_answering_a_request_unpacks_only_what_the_status_quotes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Ranking and scoring read no text; the status quotes the top precedent's procedure."""
+    settings = Settings(history_path=INCIDENTS, catalog=str(REPO / "data" / "playbooks"))
+    service = build_service(settings, require_history=True)
+    service.assessor.scorer.prepare_index()
+    unpacked: list[str] = []
+    original = Incident._unpacked_texts
+
+    def spy(self: Incident) -> dict[str, str]:
+        unpacked.append(self.id)
+        return original(self)
+
+    monkeypatch.setattr(Incident, "_unpacked_texts", spy)
+    specs = [
+        {"action": "restart_service", "target": {"kind": "Deployment", "name": "payment-api"}},
+        {"action": "scale_down", "target": {"kind": "Deployment", "name": "checkout"}},
+        {"action": "drain_node", "target": {"kind": "Node", "name": "aks-prod-1"}},
+    ]
+
+    async def answer() -> None:
+        try:
+            for spec in specs:
+                await service.assessor.assess(spec)
+        finally:
+            await service.aclose()
+
+    asyncio.run(answer())
+    assert 0 < len(unpacked) <= 2 * len(specs)
