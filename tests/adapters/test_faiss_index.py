@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -72,6 +73,44 @@ def test_save_and_load_without_re_embedding(tmp_path: Path) -> None:
     assert loaded.search(vectors[10], 3) == index.search(vectors[10], 3)
     loaded.add(["new"], vectors[3:4])
     assert loaded.search(vectors[3], 1)[0][0] == "new"
+
+
+def test_replaced_and_removed_incidents_leave_no_trace_in_ids_stats_or_the_saved_index(
+    tmp_path: Path,
+) -> None:
+    vectors = _vectors(6)
+    index = FaissIncidentIndex(32)
+    index.add(["a", "b", "c"], vectors[:3], domains=["net", "net", "db"], fingerprints="123")
+    index.add(["a"], vectors[3:4], domains=["db"], fingerprints=["9"])  # replaced: a new label
+    index.remove(["b"])
+    index.add(["d"], vectors[4:5], domains=[None], fingerprints=["4"])
+    assert index.ids() == ["c", "a", "d"]
+    assert index.stats().domain_distribution == {"db": 2, "": 1}
+    assert index.fingerprint("b") is None
+    assert index.fingerprint("a") == "9"
+    assert [i for i, _ in index.search(vectors[1], 3)] == [
+        i for i, _ in index.search(vectors[1], 5)
+    ][:3]
+    assert "b" not in {i for i, _ in index.search(vectors[1], 5)}
+    index.save(tmp_path)
+    loaded = FaissIncidentIndex.load(tmp_path)
+    assert loaded.ids() == index.ids()
+    assert loaded.stats() == index.stats()
+    assert loaded.search(vectors[3], 3) == index.search(vectors[3], 3)
+    loaded.add(["e"], vectors[5:6])
+    assert loaded.search(vectors[5], 1)[0][0] == "e"
+
+
+def test_a_saved_index_naming_a_label_it_never_gave_is_refused(tmp_path: Path) -> None:
+    index = FaissIncidentIndex(32)
+    index.add(["a", "b"], _vectors(2))
+    index.save(tmp_path)
+    meta_file = tmp_path / "index.json"
+    meta = json.loads(meta_file.read_text())
+    meta["labels"][1] = 7
+    meta_file.write_text(json.dumps(meta))
+    with pytest.raises(DependencyError, match="label 7"):
+        FaissIncidentIndex.load(tmp_path)
 
 
 def test_load_reports_a_missing_index(tmp_path: Path) -> None:
