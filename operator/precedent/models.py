@@ -382,10 +382,13 @@ class Incident(WireModel):
         values = self.__dict__
         if PACKED_KEY in values:
             return self
-        texts = [values[name] for name in PACKED_TEXTS]
-        if not any(texts) or any(_TEXT_SEPARATOR in text for text in texts):
-            return self
-        blob = zlib.compress(_TEXT_SEPARATOR.join(texts).encode(), _PACK_LEVEL)
+        joined = _TEXT_SEPARATOR.join([values[name] for name in PACKED_TEXTS])
+        if (
+            len(joined) == len(PACKED_TEXTS) - 1
+            or joined.count(_TEXT_SEPARATOR) != len(PACKED_TEXTS) - 1
+        ):
+            return self  # no text at all, or one holding the separator
+        blob = zlib.compress(joined.encode(), _PACK_LEVEL)
         copy = self.model_copy()
         # The same record of the fields given (never changed: precedent.adapters.heap.FieldSets).
         object.__setattr__(copy, "__pydantic_fields_set__", self.__pydantic_fields_set__)

@@ -658,7 +658,11 @@ class Bm25Match:
         self._counts = array("H")  # and their counts (16 bits: at most COUNT_MAX)
         self._starts = array("q", [0])  # row r is [_starts[r], _starts[r + 1])
         self._dead = 0  # entries in rows no document uses any more
-        self._docs: dict[str, tuple[int, int, str]] = {}  # id → (row, length, fingerprint)
+        self._docs: dict[str, int] = {}  # id → its row
+        # By row (a removed document's until the rewrite): its length and fingerprint. Not a
+        # tuple per document: 6 MiB less at 100k incidents.
+        self._lengths = array("I")
+        self._fingerprints: list[str] = []
         self._df: Counter[str] = Counter()
         self._total = 0
 
@@ -667,8 +671,8 @@ class Bm25Match:
 
     def fingerprint(self, doc_id: str) -> str | None:
         """The fingerprint the document was added with (None: not here)."""
-        found = self._docs.get(doc_id)
-        return found[2] if found else None
+        row = self._docs.get(doc_id)
+        return None if row is None else self._fingerprints[row]
 
     def ids(self) -> list[str]:
         """The documents' ids."""
@@ -682,10 +686,10 @@ class Bm25Match:
         """Every document's terms as flat arrays (with ``restore``: the saved index's
         companion, so a restart need not read every incident's text again)."""
         ids, fingerprints, lengths, rows = [], [], [], []
-        for doc_id, (row, length, fingerprint) in self._docs.items():
+        for doc_id, row in self._docs.items():
             ids.append(doc_id)
-            fingerprints.append(fingerprint)
-            lengths.append(length)
+            fingerprints.append(self._fingerprints[row])
+            lengths.append(self._lengths[row])
             rows.append(row)
         starts = np.frombuffer(self._starts, dtype=np.int64)
         picked = np.asarray(rows, dtype=np.intp)
@@ -716,12 +720,14 @@ class Bm25Match:
         self._counts = array("H", np.minimum(counts[order], _COUNT_MAX).astype(np.uint16).tobytes())
         self._starts = array("q", offsets.tobytes())
         self._dead = 0
-        self._docs = {
-            str(doc_id): (row, int(length), str(fingerprint))
-            for row, (doc_id, fingerprint, length) in enumerate(
-                zip(state["ids"], state["fingerprints"], lengths, strict=True)
+        ids, fingerprints = list(state["ids"]), list(state["fingerprints"])
+        if not len(ids) == len(fingerprints) == len(lengths):
+            raise ValueError(
+                f"{len(ids)} ids, {len(fingerprints)} fingerprints, {len(lengths)} rows"
             )
-        }
+        self._docs = {str(doc_id): row for row, doc_id in enumerate(ids)}
+        self._lengths = array("I", lengths)
+        self._fingerprints = [str(f) for f in fingerprints]
         df = np.bincount(terms, minlength=len(words)).tolist() if terms.size else []
         self._df = Counter({self._words[n]: c for n, c in enumerate(df) if c > 0})
         self._total = int(sum(lengths))
@@ -749,16 +755,19 @@ class Bm25Match:
         self._terms.extend(n for n, _ in numbered)
         self._counts.extend(min(c, _COUNT_MAX) for _, c in numbered)
         self._starts.append(len(self._terms))
-        self._docs[doc_id] = (row, length, fingerprint)
+        self._docs[doc_id] = row
+        self._lengths.append(length)
+        self._fingerprints.append(fingerprint)
         self._df.update(self._words[n] for n, _ in numbered)
         self._total += length
 
     def remove(self, doc_id: str) -> bool:
         """Forget one document; False if it was not here."""
-        found = self._docs.pop(doc_id, None)
-        if found is None:
+        row = self._docs.pop(doc_id, None)
+        if row is None:
             return False
-        row, length, _ = found
+        length = self._lengths[row]
+        self._fingerprints[row] = ""
         numbers, _ = self._row(row)
         for number in numbers:
             word = self._words[number]
@@ -808,8 +817,8 @@ class Bm25Match:
         if not found or not weights:
             return out
         places = [place for place, _ in found]
-        picked = np.fromiter((doc[0] for _, doc in found), dtype=np.intp, count=len(found))
-        lengths = np.fromiter((doc[1] for _, doc in found), dtype=np.float64, count=len(found))
+        picked = np.fromiter((row for _, row in found), dtype=np.intp, count=len(found))
+        lengths = np.frombuffer(self._lengths, dtype=np.uint32)[picked].astype(np.float64)
         starts = np.frombuffer(self._starts, dtype=np.int64)
         begin = starts[picked]
         sizes = starts[picked + 1] - begin
