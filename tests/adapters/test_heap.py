@@ -10,9 +10,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel
 
 from precedent.adapters.heap import (
     COLLECTOR_THRESHOLDS,
+    EqualParts,
     FieldSets,
     compacted,
     freeze_startup_heap,
@@ -20,6 +22,7 @@ from precedent.adapters.heap import (
     release_free_memory,
 )
 from precedent.adapters.loader import load_incidents, load_requests
+from precedent.models import Incident
 from precedent.settings import Settings
 from precedent.wiring import build_service, load_history_files
 
@@ -136,3 +139,44 @@ def test_a_copy_of_a_sharing_incident_has_a_record_of_its_own() -> None:
     assert copy.model_fields_set is not incidents[0].model_fields_set
     assert "namespace" in copy.model_fields_set
     assert set(incidents[1].model_fields_set) == before
+
+
+def test_incidents_on_the_same_resource_share_one_and_dump_as_before(tmp_path: Path) -> None:
+    parsed = load_incidents([DATA])
+    parts = EqualParts()
+    shared = load_incidents([DATA], parts=parts)
+    assert shared == parsed
+    for mine, theirs in zip(shared, parsed, strict=True):
+        assert mine.model_dump(exclude_unset=True) == theirs.model_dump(exclude_unset=True)
+    resources = [i.resource for i in shared if i.resource is not None]
+    distinct = {(r.type, r.name) for r in resources}
+    assert parts.replaced == len(resources) - len(distinct) > 0
+    assert len({id(r) for r in resources}) == len(distinct)
+    # The operator's loaders share them, YAML (through the compacting copy) and JSON Lines.
+    for loaded in (
+        load_history_files([DATA]),
+        load_history_files([_as_jsonl(parsed, tmp_path / "history.jsonl")]),
+    ):
+        kept = [i.resource for i in loaded if i.resource is not None]
+        assert len({id(r) for r in kept}) == len(distinct)
+        assert loaded == parsed
+
+
+def _as_jsonl(incidents: list[Incident], path: Path) -> Path:
+    path.write_text("".join(i.model_dump_json() + "\n" for i in incidents))
+    return path
+
+
+def test_a_nested_model_with_an_unhashable_value_is_left_as_it_is() -> None:
+    class Part(BaseModel):
+        items: list[str]
+
+    class Whole(BaseModel):
+        part: Part
+
+    parts = EqualParts()
+    first, second = Whole(part=Part(items=["a"])), Whole(part=Part(items=["a"]))
+    parts.share(first)
+    parts.share(second)
+    assert second.part is not first.part
+    assert parts.replaced == 0

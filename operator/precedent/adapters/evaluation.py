@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from precedent.adapters.bounded import iter_lines, parse_json
-from precedent.adapters.heap import FieldSets
+from precedent.adapters.heap import EqualParts, FieldSets
 from precedent.core.normalize import ProposedAction, normalize_request
 from precedent.core.snapshot import History
 from precedent.errors import InputError, describe_validation
@@ -86,12 +86,13 @@ def load_history_jsonl(path: str | Path) -> History:
 def load_incidents_jsonl(path: str | Path, *, pack: bool = False) -> list[Incident]:
     """Incidents from a JSON Lines file, read a line at a time; errors name the line. The
     incidents share pydantic's record of the fields they were given, shared as each is made
-    (``precedent.adapters.heap.FieldSets``); with ``pack`` each keeps its long texts
+    (``precedent.adapters.heap.FieldSets``), and equal resources one instance
+    (``EqualParts``); with ``pack`` each keeps its long texts
     compressed (``Incident.packed``)."""
     file = Path(path)
     incidents: list[Incident] = []
     seen: dict[str, int] = {}
-    sets = FieldSets()
+    sets, parts = FieldSets(), EqualParts()
     for number, row in _lines(file):
         if not isinstance(row, dict):
             raise InputError(f"{file}:{number}: expected a JSON object")
@@ -112,6 +113,7 @@ def load_incidents_jsonl(path: str | Path, *, pack: bool = False) -> list[Incide
         if pack:
             incident = incident.packed()
         sets.share(incident)
+        parts.share(incident)
         incidents.append(incident)
     if not incidents:
         raise InputError(f"{file}: no incidents")

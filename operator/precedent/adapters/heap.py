@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 __all__ = [
+    "EqualParts",
     "FieldSets",
     "compacted",
     "freeze_startup_heap",
@@ -167,3 +168,42 @@ class FieldSets:
                     self.share(item)
             else:
                 self.share(value)
+
+
+class EqualParts:
+    """Give models whose nested models are equal one shared instance of them, as each model
+    is made (``share``); ``replaced`` counts the instances given up.
+
+    An incident's resource (its type and name) is a model of its own: about 260 bytes with
+    its field dict, 26 MiB at 100k incidents, while the same resources recur across a
+    history (the same services fail again: the bench's synthetic 100k incidents name 8,329
+    resources). Equal means the same class, the same values and the same fields given, so
+    every dump is the same; only nested models whose values are all hashable (strings,
+    numbers) are shared. As with ``FieldSets``, the history's incidents are never assigned
+    to (a change replaces the incident), so sharing is invisible.
+    """
+
+    __slots__ = ("_canonical", "replaced")
+
+    def __init__(self) -> None:
+        self._canonical: dict[tuple[object, ...], object] = {}
+        self.replaced = 0
+
+    def share(self, model: object) -> None:
+        """Replace ``model``'s nested models by the first equal ones seen."""
+        state = getattr(model, "__dict__", None)
+        if not isinstance(state, dict):
+            return
+        for name, value in list(state.items()):
+            fields = getattr(value, "__pydantic_fields_set__", None)
+            if not isinstance(fields, set):
+                continue
+            values = tuple(vars(value).items())
+            try:
+                key = (type(value), frozenset(fields), values)
+                shared = self._canonical.setdefault(key, value)
+            except TypeError:  # an unhashable value (a list, a dict): not shared
+                continue
+            if shared is not value:
+                state[name] = shared
+                self.replaced += 1

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from precedent.adapters.bounded import STDIN, parse_yaml_documents, read_text
-from precedent.adapters.heap import FieldSets
+from precedent.adapters.heap import EqualParts, FieldSets
 from precedent.errors import LoadError, describe_validation
 from precedent.models import API_GROUP, Band, Decision, Incident, Playbook, RemediationRequestSpec
 
@@ -172,11 +172,13 @@ def load_incidents(
     *,
     strict_kind: bool = False,
     share: FieldSets | None = None,
+    parts: EqualParts | None = None,
     pack: bool = False,
 ) -> list[Incident]:
     """Incident documents; other kinds are skipped unless ``strict_kind`` (data/ mixes kinds).
     With ``share``, each incident shares its record of the fields it was given as it is made
-    (precedent.adapters.heap.FieldSets); with ``pack``, it keeps its long texts compressed
+    (precedent.adapters.heap.FieldSets); with ``parts``, its resource is the equal one of an
+    incident before it (``EqualParts``); with ``pack``, it keeps its long texts compressed
     (``Incident.packed``)."""
     incidents: list[Incident] = []
     seen: dict[str, str] = {}
@@ -193,6 +195,8 @@ def load_incidents(
             incident = incident.packed()
         if share is not None:
             share.share(incident)
+        if parts is not None:
+            parts.share(incident)
         incidents.append(incident)
     return incidents
 
