@@ -440,13 +440,11 @@ class Incident(WireModel):
         return self.unpacked().__repr_args__() if self.is_packed else super().__repr_args__()
 
     @model_serializer(mode="wrap")
-    def _serialize(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # Nested or not, in Python or JSON mode, the dump is the unpacked incident's.
-        if PACKED_KEY in self.__dict__:
-            dumped: dict[str, Any] = handler(self.unpacked())
-        else:
-            dumped = handler(self)
-        return dumped
+    def _serialize(self, handler: SerializerFunctionWrapHandler):  # type: ignore[no-untyped-def]
+        # Nested or not, in Python or JSON mode, the dump is the unpacked incident's. No return
+        # annotation: with one, pydantic would describe the dump by it (a bare object) instead
+        # of by the model's fields in a serialization-mode JSON schema.
+        return handler(self.unpacked() if PACKED_KEY in self.__dict__ else self)
 
 
 _FIELD_ORDER = tuple(Incident.model_fields)

@@ -138,3 +138,9 @@ def test_answering_a_request_unpacks_only_what_the_status_quotes(
 
     asyncio.run(answer())
     assert 0 < len(unpacked) <= 2 * len(specs)
+
+
+def test_the_incident_schema_still_describes_its_fields_when_dumped() -> None:
+    validation = Incident.model_json_schema(mode="validation")
+    serialization = Incident.model_json_schema(mode="serialization")
+    assert serialization["properties"].keys() == validation["properties"].keys()
