@@ -14,6 +14,7 @@ from click.testing import CliRunner, Result
 from opensearchpy import AsyncOpenSearch
 from opensearchpy.exceptions import ConnectionError
 
+from precedent.adapters.loader import load_incidents
 from precedent.cli import main
 from tests.memory_double import FakeMemoryClient, RecordedConnection
 
@@ -85,6 +86,24 @@ def test_push_then_search_round_trips_through_openmock(fake: FakeMemoryClient) -
     assert found.exit_code == 0, found.output + found.stderr
     assert one["investigation_id"] in found.output
     assert "east" in found.output
+
+
+def test_push_sends_every_text_as_the_history_gives_it(fake: FakeMemoryClient) -> None:
+    """The history is read as the operator reads it (long texts kept compressed)."""
+    bundled = Path(__file__).resolve().parents[2] / "data" / "incidents"
+    pushed = run("push", "--history", str(bundled))
+    assert pushed.exit_code == 0, pushed.output + pushed.stderr
+    given = {i.id: i for i in load_incidents([bundled])}
+    documents = fake.documents(INDEX)
+    assert len(documents) == len(given)
+    for document in documents:
+        incident = given[document["investigation_id"]]
+        assert document["error_message"] == f"{incident.title}\n{incident.description}"
+        assert document["root_cause_summary"] == (incident.root_cause or incident.title)
+        assert document["advice_summary"] == (
+            incident.recommended_procedure or incident.resolution or ""
+        )
+        assert document.get("resolution") == (incident.resolution or None)
 
 
 def test_push_twice_rewrites_the_same_documents(fake: FakeMemoryClient) -> None:
