@@ -55,6 +55,36 @@ def test_sync_embeds_only_new_or_changed_incidents(seed_history: History, tmp_pa
     assert again.texts == 0
 
 
+def test_a_change_reads_the_text_of_the_changed_incidents_only(
+    seed_history: History, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An incident object seen by the last sync keeps its fingerprint; a replaced one (a new
+    object, even with equal content) and a new one are read again."""
+    neighbours = VectorNeighbours(LexicalEmbedder(256))
+    neighbours.sync(seed_history)
+    read: list[str] = []
+    fingerprint = VectorNeighbours._fingerprint
+
+    def counted(self: VectorNeighbours, incident: Incident) -> str:
+        read.append(incident.id)
+        return fingerprint(self, incident)
+
+    monkeypatch.setattr(VectorNeighbours, "_fingerprint", counted)
+    added = Incident(id="PAR-NEW", title="payment-api restart dropped connections")
+    changed = [
+        i.model_copy(update={"title": "Changed title"}) if i.id == "PAR-010" else i
+        for i in seed_history.incidents
+    ]
+    report = neighbours.sync(History([*changed, added]))
+    assert sorted(read) == ["PAR-010", "PAR-NEW"]
+    assert report.embedded == 2
+    fresh = VectorNeighbours(LexicalEmbedder(256))
+    fresh.sync(History([*changed, added]))
+    assert [neighbours.index.fingerprint(i.id) for i in changed] == [
+        fresh.index.fingerprint(i.id) for i in changed
+    ]
+
+
 def test_neighbours_are_calibrated_and_domain_filtered(seed_history: History) -> None:
     neighbours = VectorNeighbours(LexicalEmbedder())
     spec = RemediationRequestSpec.model_validate(
