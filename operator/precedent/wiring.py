@@ -225,6 +225,8 @@ def load_history_files(paths: Sequence[str | Path]) -> list[Incident]:
     incidents share pydantic's record of the fields they were given, each incident's shared as
     it is made (``FieldSets``): shared after the whole history was made, the records given up
     left holes among the incidents (10k incidents from YAML, in-process: 42.5 → 33.5 MiB).
+    Incidents on the same resource share it (``EqualParts``), and each keeps its long texts
+    compressed (``Incident.packed``): at 100k incidents from JSON Lines, 350 → 256 MiB.
     """
     if len(paths) == 1 and str(paths[0]).endswith(".jsonl"):
         return load_incidents_jsonl(paths[0], pack=True)
