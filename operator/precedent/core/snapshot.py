@@ -7,13 +7,47 @@ import json
 from collections.abc import Iterator, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from precedent.core.risk import SEVERITY_WEIGHTS
 from precedent.core.risk_model import IncidentContext, RiskModelWeights
 from precedent.core.similarity import RuleMatrix
 from precedent.models import Incident
 
-__all__ = ["DuplicateIncidentError", "History"]
+__all__ = ["DuplicateIncidentError", "History", "content_digest"]
+
+DIGEST_SIZE = 32  # sha256
+
+
+def content_digest(incident: Incident) -> bytes:
+    """sha256 of an incident's content: its JSON form, keys sorted."""
+    text = json.dumps(incident.model_dump(mode="json"), sort_keys=True)
+    return hashlib.sha256(text.encode()).digest()
+
+
+def _digests(incidents: Sequence[Incident], previous: History | None) -> npt.NDArray[np.uint8]:
+    """Each incident's :func:`content_digest`, one row each; the rows of incident objects
+    that ``previous`` holds are copied from it."""
+    size = len(incidents)
+    out = np.empty((size, DIGEST_SIZE), dtype=np.uint8)
+    fresh: Sequence[int] = range(size)
+    held = previous._digests if previous is not None else None
+    if previous is not None and held is not None:
+        positions, kept = previous._positions, previous.incidents
+        source = np.full(size, -1, dtype=np.int64)
+        for pos, incident in enumerate(incidents):
+            was = positions.get(incident.id)
+            if was is not None and kept[was] is incident:
+                source[pos] = was
+        reused = source >= 0
+        out[reused] = held[source[reused]]
+        fresh = np.flatnonzero(~reused).tolist()
+    if fresh:
+        made = b"".join(content_digest(incidents[pos]) for pos in fresh)
+        out[np.asarray(fresh, dtype=np.int64)] = np.frombuffer(made, np.uint8).reshape(
+            -1, DIGEST_SIZE
+        )
+    return out
 
 
 class DuplicateIncidentError(ValueError):
@@ -23,7 +57,11 @@ class DuplicateIncidentError(ValueError):
 class History:
     """An immutable snapshot of past incidents, ready to score against."""
 
-    def __init__(self, incidents: Sequence[Incident]) -> None:
+    def __init__(self, incidents: Sequence[Incident], previous: History | None = None) -> None:
+        """A snapshot of ``incidents``. ``previous``, the snapshot this one replaces, lends
+        the content digest of every incident object both hold (a history changes by
+        replacing incidents, never by changing one), so a change costs the digests of the
+        new incidents only; the fingerprint is the same either way."""
         seen: set[str] = set()
         for incident in incidents:
             if incident.id in seen:
@@ -40,13 +78,14 @@ class History:
         self.severity_weight = np.array(
             [SEVERITY_WEIGHTS[i.severity] for i in self.incidents], dtype=np.float64
         )
-        self.id_rank = np.argsort(np.argsort(np.array([i.id for i in self.incidents], dtype=str)))
+        by_id = np.argsort(np.array([i.id for i in self.incidents], dtype=str))
+        self.id_rank = np.argsort(by_id)
         self._risk_context: IncidentContext | None = None
         self._sorted_ids: np.ndarray | None = None  # built by the first ``extended``
-        digest = hashlib.sha256()
-        for incident in sorted(self.incidents, key=lambda i: i.id):
-            digest.update(json.dumps(incident.model_dump(mode="json"), sort_keys=True).encode())
-        self.fingerprint = digest.hexdigest()
+        digests = _digests(self.incidents, previous)
+        self._digests: npt.NDArray[np.uint8] | None = digests
+        # sha256 over the incidents' content digests in id order.
+        self.fingerprint = hashlib.sha256(digests[by_id].tobytes()).hexdigest()
 
     def extended(self, extra: Sequence[Incident]) -> History:
         """This snapshot with ``extra`` (ids it lacks) appended, at the cost of the extra ones.
@@ -94,8 +133,9 @@ class History:
         out._risk_context = self.risk_context().extended(extra)
         digest = hashlib.sha256(self.fingerprint.encode())
         for incident in sorted(extra, key=lambda i: i.id):
-            digest.update(json.dumps(incident.model_dump(mode="json"), sort_keys=True).encode())
+            digest.update(content_digest(incident))
         out.fingerprint = digest.hexdigest()
+        out._digests = None  # a request's view: not the base of another snapshot
         return out
 
     def __len__(self) -> int:

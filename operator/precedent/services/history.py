@@ -45,6 +45,9 @@ class HistoryStore:
         self._bundled = {i.id: i for i in bundled}
         self._objects: dict[str, _Entry] = {}  # object name → its incident
         self._snapshot: History | None = None
+        # The snapshot a change made stale, until the next one is built from it (it lends the
+        # content digests of the incidents both hold).
+        self._stale: History | None = None
         self._cluster_ids: frozenset[str] = frozenset()  # ids that came from objects
         self._sources: list[str] = []  # "bundled", "cluster": computed with the snapshot
         # The scoring thread reads the snapshot while kopf's handlers change the objects.
@@ -69,8 +72,13 @@ class HistoryStore:
         with self.lock:
             if self._objects.get(name) != entry:
                 self._objects[name] = entry
-                self._snapshot = None
+                self._invalidate()
         return incident
+
+    def _invalidate(self) -> None:
+        if self._snapshot is not None:
+            self._stale = self._snapshot
+        self._snapshot = None
 
     def shadowed_by(self, name: str) -> str | None:
         """The object whose incident wins over object ``name``'s (same id), or None."""
@@ -90,7 +98,7 @@ class HistoryStore:
         """Forget the incident from object ``name``."""
         with self.lock:
             if self._objects.pop(name, None) is not None:
-                self._snapshot = None
+                self._invalidate()
 
     @property
     def snapshot(self) -> History:
@@ -111,7 +119,10 @@ class HistoryStore:
                     *(["bundled"] if bundled_only else []),
                     *(["cluster"] if self._cluster_ids else []),
                 ]
-                self._snapshot = History(sorted(merged.values(), key=lambda i: i.id))
+                self._snapshot = History(
+                    sorted(merged.values(), key=lambda i: i.id), previous=self._stale
+                )
+                self._stale = None
             return self._snapshot
 
     def origin(self, incident_id: str) -> Literal["cluster", "bundled"] | None:

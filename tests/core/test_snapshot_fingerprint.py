@@ -1,0 +1,112 @@
+"""The history's content fingerprint: the same whichever snapshot a new one is built from.
+
+A snapshot built from the one it replaces (``History(incidents, previous=...)``) copies the
+content digest of every incident object both hold and works out only the others', so a change
+to a 100,000-incident history costs the new incidents' digests instead of all of them.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from precedent.core import snapshot
+from precedent.core.snapshot import History
+from precedent.models import Incident
+from precedent.services import HistoryStore
+
+
+def _incident(n: int, **extra: object) -> Incident:
+    fields = {
+        "id": f"INC-{n:05d}",
+        "title": f"payment-api restart {n} dropped connections",
+        "severity": ["low", "medium", "high", "critical"][n % 4],
+        "action": "restart_service",
+        "resource": {"type": "Deployment", "name": f"svc-{n % 7}"},
+        "description": f"the rollout of svc-{n % 7} took {n} minutes",
+    }
+    return Incident.model_validate({**fields, **extra})
+
+
+@pytest.fixture
+def digests_made(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The ids of the incidents whose content digest was worked out."""
+    made: list[str] = []
+    real = snapshot.content_digest
+
+    def counted(incident: Incident) -> bytes:
+        made.append(incident.id)
+        return real(incident)
+
+    monkeypatch.setattr(snapshot, "content_digest", counted)
+    return made
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_a_snapshot_from_its_predecessor_has_the_fingerprint_of_one_built_afresh(
+    seed: int,
+) -> None:
+    rng = random.Random(seed)
+    incidents = [_incident(n) for n in range(60)]
+    rng.shuffle(incidents)  # the fingerprint follows ids, not positions
+    before = History(incidents)
+    after = list(incidents)
+    del after[rng.randrange(len(after))]  # one removed
+    after.append(_incident(1000))  # one added
+    at = rng.randrange(len(after))
+    after[at] = after[at].model_copy(update={"title": "rewritten"})  # one replaced
+    rng.shuffle(after)
+    assert History(after, previous=before).fingerprint == History(after).fingerprint
+    assert History(after).fingerprint != before.fingerprint
+    # Chained: the predecessor itself built from another.
+    again = History(incidents, previous=History(after, previous=before))
+    assert again.fingerprint == before.fingerprint
+
+
+def test_only_the_new_and_replaced_incidents_are_digested(digests_made: list[str]) -> None:
+    incidents = [_incident(n) for n in range(50)]
+    before = History(incidents)
+    assert len(digests_made) == 50
+    digests_made.clear()
+    replaced = _incident(7, severity="critical")
+    after = [*incidents[:7], replaced, *incidents[8:], _incident(50)]
+    History(after, previous=before)
+    assert sorted(digests_made) == ["INC-00007", "INC-00050"]
+
+
+def test_an_equal_object_that_is_not_the_same_one_is_digested(digests_made: list[str]) -> None:
+    # Equal content, another object: the digest is worked out again (and comes out equal).
+    incidents = [_incident(n) for n in range(5)]
+    before = History(incidents)
+    digests_made.clear()
+    twin = _incident(3)
+    after = History([*incidents[:3], twin, *incidents[4:]], previous=before)
+    assert digests_made == ["INC-00003"]
+    assert after.fingerprint == before.fingerprint
+
+
+def test_the_store_builds_each_snapshot_from_the_last(digests_made: list[str]) -> None:
+    store = HistoryStore([_incident(n) for n in range(40)])
+    first = store.snapshot
+    assert len(digests_made) == 40
+    digests_made.clear()
+    store.upsert("inc-a", _incident(100).model_dump(mode="json"))
+    store.upsert("inc-b", _incident(101).model_dump(mode="json"))  # two changes, one rebuild
+    second = store.snapshot
+    assert sorted(digests_made) == ["INC-00100", "INC-00101"]
+    digests_made.clear()
+    store.remove("inc-a")
+    third = store.snapshot
+    assert digests_made == []
+    assert third.fingerprint == History([*first.incidents, _incident(101)]).fingerprint
+    assert len({first.fingerprint, second.fingerprint, third.fingerprint}) == 3
+
+
+def test_a_request_view_keeps_its_own_fingerprint() -> None:
+    # ``extended`` (a request's view with the fleet memory's incidents) is never the base of
+    # another snapshot: a snapshot built from it digests everything again, the same result.
+    base = History([_incident(n) for n in range(10)])
+    view = base.extended([_incident(99)])
+    rebuilt = History(list(view.incidents), previous=view)
+    assert rebuilt.fingerprint == History(list(view.incidents)).fingerprint
