@@ -30,7 +30,7 @@ from precedent.adapters.context_facts import load_facts, load_mapping
 from precedent.adapters.evaluation import load_incidents_jsonl
 from precedent.adapters.faiss_index import FaissIncidentIndex
 from precedent.adapters.graph_source import graph_from_files
-from precedent.adapters.heap import EqualParts, FieldSets, compacted
+from precedent.adapters.heap import LoadedIncidents, compacted
 from precedent.adapters.kube_api import KubeApi
 from precedent.adapters.loader import load_incidents, load_playbooks
 from precedent.adapters.vector_neighbours import VectorNeighbours
@@ -234,7 +234,7 @@ def load_history_files(paths: Sequence[str | Path]) -> list[Incident]:
     def load() -> list[Incident]:
         # Shared as each incident is made, before the copy: the pickle keeps one set per
         # combination, as it was (and the parse reuses the memory of the sets given up).
-        return load_incidents(paths, share=FieldSets(), parts=EqualParts(), pack=True)
+        return load_incidents(paths, kept=LoadedIncidents(pack=True))
 
     try:
         return compacted(load)

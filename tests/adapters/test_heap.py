@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from precedent.adapters.heap import (
     COLLECTOR_THRESHOLDS,
     EqualParts,
-    FieldSets,
+    LoadedIncidents,
     compacted,
     freeze_startup_heap,
     limit_arenas,
@@ -131,9 +131,9 @@ def test_loaded_incidents_share_the_record_of_their_fields_and_stay_the_same(
 
 
 def test_a_copy_of_a_sharing_incident_has_a_record_of_its_own() -> None:
-    sets = FieldSets()
-    incidents = load_incidents([DATA], share=sets)[:20]
-    assert sets.replaced > 0
+    kept = LoadedIncidents()
+    incidents = load_incidents([DATA], kept=kept)[:20]
+    assert kept.sets.replaced > 0
     before = set(incidents[1].model_fields_set)
     copy = incidents[0].model_copy(update={"namespace": "shop"})
     assert copy.model_fields_set is not incidents[0].model_fields_set
@@ -143,8 +143,9 @@ def test_a_copy_of_a_sharing_incident_has_a_record_of_its_own() -> None:
 
 def test_incidents_on_the_same_resource_share_one_and_dump_as_before(tmp_path: Path) -> None:
     parsed = load_incidents([DATA])
-    parts = EqualParts()
-    shared = load_incidents([DATA], parts=parts)
+    kept = LoadedIncidents()
+    shared = load_incidents([DATA], kept=kept)
+    parts = kept.parts
     assert shared == parsed
     for mine, theirs in zip(shared, parsed, strict=True):
         assert mine.model_dump(exclude_unset=True) == theirs.model_dump(exclude_unset=True)

@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from precedent.adapters.bounded import iter_lines, parse_json
-from precedent.adapters.heap import EqualParts, FieldSets
+from precedent.adapters.heap import LoadedIncidents
 from precedent.core.normalize import ProposedAction, normalize_request
 from precedent.core.snapshot import History
 from precedent.errors import InputError, describe_validation
@@ -84,15 +84,13 @@ def load_history_jsonl(path: str | Path) -> History:
 
 
 def load_incidents_jsonl(path: str | Path, *, pack: bool = False) -> list[Incident]:
-    """Incidents from a JSON Lines file, read a line at a time; errors name the line. The
-    incidents share pydantic's record of the fields they were given, shared as each is made
-    (``precedent.adapters.heap.FieldSets``), and equal resources one instance
-    (``EqualParts``); with ``pack`` each keeps its long texts
-    compressed (``Incident.packed``)."""
+    """Incidents from a JSON Lines file, read a line at a time; errors name the line. Each is
+    made as the history keeps it as it is read (``precedent.adapters.heap.LoadedIncidents``:
+    its field record and resource shared; with ``pack`` its long texts compressed)."""
     file = Path(path)
     incidents: list[Incident] = []
     seen: dict[str, int] = {}
-    sets, parts = FieldSets(), EqualParts()
+    kept = LoadedIncidents(pack=pack)
     for number, row in _lines(file):
         if not isinstance(row, dict):
             raise InputError(f"{file}:{number}: expected a JSON object")
@@ -110,11 +108,7 @@ def load_incidents_jsonl(path: str | Path, *, pack: bool = False) -> list[Incide
                 f"{file}:{number}: duplicate incident id {incident.id!r} (line {seen[incident.id]})"
             )
         seen[incident.id] = number
-        if pack:
-            incident = incident.packed()
-        sets.share(incident)
-        parts.share(incident)
-        incidents.append(incident)
+        incidents.append(kept.keep(incident))
     if not incidents:
         raise InputError(f"{file}: no incidents")
     return incidents

@@ -25,9 +25,12 @@ import pickle
 from collections.abc import Callable
 from typing import TypeVar
 
+from precedent.models import Incident
+
 __all__ = [
     "EqualParts",
     "FieldSets",
+    "LoadedIncidents",
     "compacted",
     "freeze_startup_heap",
     "limit_arenas",
@@ -207,3 +210,27 @@ class EqualParts:
             if shared is not value:
                 state[name] = shared
                 self.replaced += 1
+
+
+class LoadedIncidents:
+    """What a history loader does to each incident as it makes it (``keep``), so that the
+    history the operator holds for its lifetime stays small: with ``pack`` the incident keeps
+    its long texts compressed (``Incident.packed``); it shares its record of the fields it was
+    given (``FieldSets``) and its resource is the equal one of an incident before it
+    (``EqualParts``). One instance per history load; the YAML and the JSON Lines loaders
+    take one."""
+
+    __slots__ = ("pack", "parts", "sets")
+
+    def __init__(self, *, pack: bool = False) -> None:
+        self.pack = pack
+        self.sets = FieldSets()
+        self.parts = EqualParts()
+
+    def keep(self, incident: Incident) -> Incident:
+        """``incident`` as the history keeps it."""
+        if self.pack:
+            incident = incident.packed()
+        self.sets.share(incident)
+        self.parts.share(incident)
+        return incident

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from precedent.adapters.bounded import STDIN, parse_yaml_documents, read_text
-from precedent.adapters.heap import EqualParts, FieldSets
+from precedent.adapters.heap import LoadedIncidents
 from precedent.errors import LoadError, describe_validation
 from precedent.models import API_GROUP, Band, Decision, Incident, Playbook, RemediationRequestSpec
 
@@ -171,15 +171,11 @@ def load_incidents(
     paths: Iterable[str | Path],
     *,
     strict_kind: bool = False,
-    share: FieldSets | None = None,
-    parts: EqualParts | None = None,
-    pack: bool = False,
+    kept: LoadedIncidents | None = None,
 ) -> list[Incident]:
     """Incident documents; other kinds are skipped unless ``strict_kind`` (data/ mixes kinds).
-    With ``share``, each incident shares its record of the fields it was given as it is made
-    (precedent.adapters.heap.FieldSets); with ``parts``, its resource is the equal one of an
-    incident before it (``EqualParts``); with ``pack``, it keeps its long texts compressed
-    (``Incident.packed``)."""
+    With ``kept``, each incident is made as ``kept`` keeps it as it is read (its field record
+    and resource shared, its long texts compressed if asked: precedent.adapters.heap)."""
     incidents: list[Incident] = []
     seen: dict[str, str] = {}
     for doc in iter_documents(paths):
@@ -191,13 +187,7 @@ def load_incidents(
                 f"spec.id: duplicate incident id {incident.id!r} (first in {seen[incident.id]})"
             )
         seen[incident.id] = doc.where
-        if pack:
-            incident = incident.packed()
-        if share is not None:
-            share.share(incident)
-        if parts is not None:
-            parts.share(incident)
-        incidents.append(incident)
+        incidents.append(incident if kept is None else kept.keep(incident))
     return incidents
 
 
