@@ -243,3 +243,44 @@ def test_a_playbook_whose_steps_act_on_another_workload_kind_is_held_back(
     # A target that is no workload is not compared: a node pool's playbook runs kubectl on nodes.
     pool = query("scale_down", "AgentPool", "scale the user node pool down from 12 to 8 nodes")
     assert picked(default, pool) == "node-pool-scale-down-guarded"
+
+
+@pytest.mark.parametrize(
+    "description",
+    [
+        "reduce zookeeper replicas to 1",
+        # The node pool is the reason, not the target: the action scales the StatefulSet.
+        "scale kafka down to 3 brokers so the node pool can shrink",
+    ],
+)
+def test_a_playbook_written_for_a_node_pool_is_held_back_for_a_workload(
+    default: CatalogIndex, without_rule: CatalogIndex, description: str
+) -> None:
+    request = query("scale_down", "StatefulSet", description)
+    answer = default.search(request)
+    held = {c.id: c.held_back for c in answer.held_back}
+    listed = {c.id for c in answer.candidates}
+    assert "node-pool-scale-down-guarded" not in listed
+    assert "node-pool-scale-down-guarded" in {c.id for c in without_rule.search(request).candidates}
+    if "node-pool-scale-down-guarded" in held:  # listed only when it would have won
+        assert held["node-pool-scale-down-guarded"] == (
+            "it is written for a node or node-pool, and the target is a StatefulSet"
+        )
+    assert picked(default, request) != "node-pool-scale-down-guarded"
+
+
+def test_only_a_playbook_whose_id_names_a_node_pool_node_or_vm_is_written_for_one(
+    default: CatalogIndex,
+) -> None:
+    # diagnostics-collection reads "a workload or node": its id names neither, so it stays
+    # a workload's playbook; node-drain-safe's id names a node.
+    logs = query(
+        "collect_diagnostics", "Deployment", "collect logs and events of the crashlooping ledger"
+    )
+    assert picked(default, logs) == "diagnostics-collection"
+    drain = query("drain_node", "Deployment", "drain the node the checkout pods run on")
+    assert "node-drain-safe" not in {c.id for c in default.search(drain).candidates}
+    # A node target is no workload: its node playbooks stay listed.
+    node = default.search(query("drain_node", "Node", "drain the node the checkout pods run on"))
+    assert "node-drain-safe" in {c.id for c in node.candidates}
+    assert not any("written for" in c.held_back for c in node.held_back)

@@ -242,9 +242,10 @@ class CatalogIndex:
     ) -> dict[int, str]:
         """Listed rows held back, with the reason: the request asks for no change and the
         playbook makes one; its steps run kubectl on other workload kinds than the target's
-        (``scale deployment/…`` for a StatefulSet); or the best-scored playbook is not written
-        for a failure or object the request names and a near runner-up is (and none the other
-        way round)."""
+        (``scale deployment/…`` for a StatefulSet); its id names a node, a node pool or a
+        VM and the target is a workload; or the best-scored playbook is not written for a
+        failure or object the request names and a near runner-up is (and none the other way
+        round)."""
         n = listed.size
         held: dict[int, str] = {}
         candidates = fits.copy()
@@ -253,6 +254,11 @@ class CatalogIndex:
             names = " and a ".join(self._concepts.workload_names(row))
             held[row] = f"its steps act on a {names}, and the target is a {kind.strip()}"
         candidates &= ~other_kind
+        other_object = self._concepts.infrastructure_for_workload(kind, n)
+        for row in np.flatnonzero(listed & other_object & ~other_kind).tolist():
+            names = " or ".join(self._concepts.infrastructure_names(row))
+            held[row] = f"it is written for a {names}, and the target is a {kind.strip()}"
+        candidates &= ~other_object
         if asks_read_only(concepts.found, action or ""):
             mutating = self._concepts.mutating(n)
             for row in np.flatnonzero(listed & mutating).tolist():

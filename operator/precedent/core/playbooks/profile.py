@@ -103,6 +103,12 @@ _INDEX: Mapping[str, int] = {c.name: i for i, c in enumerate(SELECTION_CONCEPTS)
 _SORTS = np.array([c.sort for c in SELECTION_CONCEPTS])
 _OBJECT_COLUMNS: BoolArray = _SORTS == OBJECT
 _FACT_COLUMNS: BoolArray = _SORTS == FAILURE
+# What a workload runs on, not a workload: a playbook written for one of these is not for a
+# request whose target is a workload (a StatefulSet's scale-down is no node pool's).
+INFRASTRUCTURE_OBJECTS: tuple[str, ...] = ("node", "node-pool", "vm")
+_INFRASTRUCTURE_COLUMNS: BoolArray = np.isin(
+    np.array([c.name for c in SELECTION_CONCEPTS]), INFRASTRUCTURE_OBJECTS
+)
 # The failure concepts that imply an incident type: a playbook written for that type has them.
 _FAILURES_OF_TYPE: Mapping[str, tuple[str, ...]] = {
     incident: tuple(
@@ -152,6 +158,16 @@ def own_facts(playbook: Playbook) -> BoolArray:
     for name in concept_counts(_primary_text(playbook)):
         own[_INDEX[name]] = _FACT_COLUMNS[_INDEX[name]]
     return own
+
+
+def infrastructure_named(playbook: Playbook) -> BoolArray:
+    """The nodes, node pools or VMs (``INFRASTRUCTURE_OBJECTS``) the playbook's id names: what
+    it is written for. Its description may name them in passing (``diagnostics-collection``
+    reads a workload's or a node's logs) without being written for them."""
+    named = np.zeros(len(SELECTION_CONCEPTS), dtype=bool)
+    for name in concept_counts(_words(playbook.id)):
+        named[_INDEX[name]] = _INFRASTRUCTURE_COLUMNS[_INDEX[name]]
+    return named
 
 
 def playbook_concepts(playbook: Playbook) -> tuple[F64Array, BoolArray]:
@@ -221,6 +237,7 @@ class ConceptTable:
         self._read_only: BoolArray = np.zeros(0, dtype=bool)
         self._mutating: BoolArray = np.zeros(0, dtype=bool)
         self._kinds: BoolArray = np.zeros((0, len(WORKLOAD_KINDS)), dtype=bool)
+        self._infrastructure: BoolArray = np.zeros((0, width), dtype=bool)
 
     def grow(self, capacity: int) -> None:
         """Make room for ``capacity`` rows (new rows have no concepts)."""
@@ -230,6 +247,7 @@ class ConceptTable:
         self._read_only = resized(self._read_only, capacity)
         self._mutating = resized(self._mutating, capacity)
         self._kinds = resized(self._kinds, capacity)
+        self._infrastructure = resized(self._infrastructure, capacity)
 
     def set(self, row: int, playbook: Playbook) -> None:
         """The row's concepts, read from the playbook."""
@@ -239,6 +257,7 @@ class ConceptTable:
         self._mutating[row] = bool(playbook.actions) and not self._read_only[row]
         kinds = workload_kinds(playbook)
         self._kinds[row] = [kind in kinds for kind in WORKLOAD_KINDS]
+        self._infrastructure[row] = infrastructure_named(playbook)
 
     def clear(self, row: int) -> None:
         """Forget the row."""
@@ -248,6 +267,7 @@ class ConceptTable:
         self._read_only[row] = False
         self._mutating[row] = False
         self._kinds[row] = False
+        self._infrastructure[row] = False
 
     def other_workload(self, kind: str, n: int) -> BoolArray:
         """Rows whose steps run kubectl on workload kinds, none of them ``kind`` (a target's
@@ -257,6 +277,20 @@ class ConceptTable:
             return np.zeros(n, dtype=bool)
         rows = self._kinds[:n]
         return cast(BoolArray, np.any(rows, axis=1) & ~rows[:, column])
+
+    def infrastructure_for_workload(self, kind: str, n: int) -> BoolArray:
+        """Rows whose id names a node, a node pool or a VM (``node-drain-safe``,
+        ``vm-resize-drained``), when the target is a workload (``kind`` one of
+        ``WORKLOAD_KINDS``): the request's action changes the workload, not what it runs on,
+        even when its text gives that as the reason ("scale kafka down so the node pool can
+        shrink")."""
+        if kind.strip().lower() not in _WORKLOAD_COLUMNS:
+            return np.zeros(n, dtype=bool)
+        return cast(BoolArray, np.any(self._infrastructure[:n], axis=1))
+
+    def infrastructure_names(self, row: int) -> list[str]:
+        """The nodes, node pools or VMs the row's id names."""
+        return [SELECTION_CONCEPTS[i].name for i in np.flatnonzero(self._infrastructure[row])]
 
     def workload_names(self, row: int) -> list[str]:
         """The workload kinds the row's steps run kubectl on."""
