@@ -6,7 +6,10 @@ bench_operator. The history is one JSON Lines file (read line by line: a 100k hi
 180 MB, over the 64 MiB limit of one YAML file). Each size is started twice per round: *cold*
 (no saved index: every incident embedded at start-up) and *warm* (PRECEDENT_INDEX_DIR holds the
 index the cold start saved). "Ready" is the first 200 from /healthz; "first answer" is from
-then until the request created at that moment is Ready.
+then until the request created at that moment is Ready. "After change" is, for each of three
+Incident objects created one after another (each once the operator has written its status), the
+seconds until a request created right then is Ready: the history's snapshot is rebuilt for it
+(median of the three; RSS is read before them).
 
 Environment: BENCH_STARTUP_SIZES (default ``10000,100000``), BENCH_STARTUP_ROUNDS (default 3;
 the 100k cold start runs once), BENCH_OPERATOR_ENV (as in bench_operator: the operator runs on
@@ -43,6 +46,8 @@ from tests.bench.bench_operator import (
     stop,
 )
 
+CHANGES = 3  # history changes after the first answer, each followed by one request
+
 
 def _ready_at(url: str, process: subprocess.Popen[bytes], timeout: float, log: Path) -> float:
     deadline = time.monotonic() + timeout
@@ -78,10 +83,58 @@ async def _first_answer(url: str, name: str) -> float:
                 await watching
 
 
+async def _after_changes(url: str, name: str, changes: int) -> list[float]:
+    """For each of ``changes`` history changes: an Incident object created, and once the
+    operator has answered it (its status written), a request created: seconds until that
+    request is Ready. The history's snapshot is rebuilt for it (the change's cost)."""
+    waits: list[float] = []
+    async with httpx.AsyncClient(base_url=url, timeout=60) as client:
+        watch = ReadyWatch(client)
+        watching = asyncio.create_task(watch.run())
+        try:
+            for k in range(changes):
+                incident = f"{name}-incident-{k}"
+                body = {
+                    "apiVersion": "precedent.dev/v1alpha1",
+                    "kind": "Incident",
+                    "metadata": {"name": incident, "namespace": "default"},
+                    "spec": {
+                        "id": f"INC-BENCH-{name}-{k}".upper(),
+                        "title": f"payment-api restart {k} dropped in-flight connections",
+                        "severity": "high",
+                        "action": "restart_service",
+                        "resource": {"type": "Deployment", "name": "payment-api"},
+                    },
+                }
+                path = f"{GROUP_PATH}/namespaces/default/incidents"
+                (await client.post(path, json=body)).raise_for_status()
+                deadline = time.monotonic() + 120
+                while not ((await client.get(f"{path}/{incident}")).json().get("status") or {}):
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"Incident {incident} not answered in 120 s")
+                    await asyncio.sleep(0.02)
+                request = request_body(k)
+                request["metadata"]["name"] = f"{name}-after-{k}"
+                started = time.perf_counter()
+                (
+                    await client.post(
+                        f"{GROUP_PATH}/namespaces/default/remediationrequests", json=request
+                    )
+                ).raise_for_status()
+                await watch.wait({("default", f"{name}-after-{k}")}, timeout=600)
+                waits.append(time.perf_counter() - started)
+        finally:
+            watching.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watching
+    return waits
+
+
 def start_once(
     history: Path, index_dir: Path, workdir: Path, name: str, python: str | None = None
-) -> tuple[float, float, float]:
-    """(start → ready s, ready → first answer s, RSS MiB after the answer)."""
+) -> tuple[float, float, float, float]:
+    """(start → ready s, ready → first answer s, RSS MiB after the answer, median seconds to
+    answer a request right after a history change)."""
     health = free_port()
     kubeconfig = workdir / "kubeconfig"
     sandbox, url = start_sandbox(kubeconfig)
@@ -101,7 +154,9 @@ def start_once(
             )
         ready = _ready_at(f"http://127.0.0.1:{health}/healthz", operator, 1800, log_path)
         answer = asyncio.run(_first_answer(url, name))
-        return ready - started, answer, rss_mib(operator.pid)
+        rss = rss_mib(operator.pid)
+        changed = asyncio.run(_after_changes(url, name, CHANGES))
+        return ready - started, answer, rss, statistics.median(changed)
     finally:
         stop(operator, sandbox, timeout=30)
 
@@ -124,11 +179,14 @@ def build_index(size: int) -> None:
     print(json.dumps({"seconds": seconds, "peak_mib": peak, "history_mib": before}))
 
 
-def _row(label: str, values: list[tuple[float, float, float]]) -> str:
+def _row(label: str, values: list[tuple[float, float, float, float]]) -> str:
     ready = statistics.median(v[0] for v in values)
     answer = statistics.median(v[1] for v in values)
     rss = statistics.median(v[2] for v in values)
-    return f"{label:<22}{ready:>12.1f}{answer:>16.2f}{rss:>10.0f}   (n={len(values)})"
+    changed = statistics.median(v[3] for v in values)
+    return (
+        f"{label:<22}{ready:>12.1f}{answer:>16.2f}{rss:>10.0f}{changed:>18.2f}   (n={len(values)})"
+    )
 
 
 def main() -> None:
@@ -136,14 +194,17 @@ def main() -> None:
     rounds = int(os.environ.get("BENCH_STARTUP_ROUNDS", "3"))
     python, environment = runtime_python()
     print(f"operator's environment: {environment}")
-    print(f"{'history, start':<22}{'→ ready s':>12}{'→ answer s':>16}{'RSS MiB':>10}")
+    print(
+        f"{'history, start':<22}{'→ ready s':>12}{'→ answer s':>16}{'RSS MiB':>10}"
+        f"{'after change s':>18}"
+    )
     for size in sizes:
         with tempfile.TemporaryDirectory() as tmp:
             workdir = Path(tmp)
             history = workdir / "history.jsonl"
             jsonl_history(size, history)
-            cold: list[tuple[float, float, float]] = []
-            warm: list[tuple[float, float, float]] = []
+            cold: list[tuple[float, float, float, float]] = []
+            warm: list[tuple[float, float, float, float]] = []
             for i in range(rounds if size <= 10_000 else 1):
                 index_dir = workdir / f"index-{i}"
                 cold.append(start_once(history, index_dir, workdir, f"cold-{i}", python))

@@ -140,3 +140,60 @@ def test_an_id_the_snapshot_holds_is_refused() -> None:
     base = _varied(7, 10)
     with pytest.raises(DuplicateIncidentError, match=base[0].id):
         History(base).extended([base[0]])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("risk_model", ["seed", "default"])
+def test_a_snapshot_built_from_its_predecessor_scores_as_one_built_afresh(
+    seed: int, risk_model: str
+) -> None:
+    # A history that changes (incidents added, replaced, removed) is snapshotted from the
+    # snapshot before (History(..., previous=...), as the history store does): every answer
+    # is the one a snapshot built afresh gives, and so is the default model's context.
+    rng = random.Random(seed)
+    base = _varied(seed, 300)
+    before = History(sorted(base, key=lambda i: i.id))
+    before.risk_context()  # built, as after a first request: the next one starts from it
+    current = list(base)
+    for step in range(3):
+        for incident in _memory(current, seed + 10 * step):  # new ids, some recurring
+            current.append(_with(incident, id=f"{incident.id}-{step}"))
+        for _ in range(4):
+            del current[rng.randrange(len(current))]
+        at = rng.randrange(len(current))
+        current[at] = _with(current[at], namespace="never-seen", severity="critical")
+        ordered = sorted(current, key=lambda i: i.id)
+        if step == 1:  # a snapshot no request scored in between: its context never built
+            between = History(ordered[1:], previous=before)
+            assert between._risk_context is None
+            before = between
+        after = History(ordered, previous=before)
+        afresh = History(ordered)
+        assert after.fingerprint == afresh.fingerprint
+        mine, theirs = after.risk_context(), afresh.risk_context()
+        assert mine.recurring.tolist() == theirs.recurring.tolist()
+        assert mine.severity.tolist() == theirs.severity.tolist()
+        assert mine.tier.tolist() == theirs.tier.tolist()
+        assert mine.outcome.tolist() == theirs.outcome.tolist()
+        assert mine.known_action.tolist() == theirs.known_action.tolist()
+        assert mine.ids == theirs.ids
+        assert str(mine.occurred.tolist()) == str(theirs.occurred.tolist())  # NaN too
+        for value in (None, "prod", "payments", "kube-system", "never-seen", "gone"):
+            assert (mine.namespace == mine.namespace_code(value)).tolist() == (
+                theirs.namespace == theirs.namespace_code(value)
+            ).tolist()
+        for action in _actions(ordered):
+            semantic = {3: 0.4, len(ordered) - 1: 0.83}
+            got, want = (
+                evaluate_history(
+                    snapshot,
+                    action,
+                    mode="hybrid",
+                    semantic=semantic,
+                    now=NOW,
+                    model=risk_model_named(risk_model),
+                )
+                for snapshot in (after, afresh)
+            )
+            assert got == want
+        before = after

@@ -32,7 +32,7 @@ about a millisecond.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -245,24 +245,56 @@ class _Codes:
 class IncidentContext:
     """The per-incident numbers the default model needs, computed once per history."""
 
-    def __init__(self, incidents: Sequence[Incident], weights: RiskModelWeights) -> None:
+    def __init__(
+        self,
+        incidents: Sequence[Incident],
+        weights: RiskModelWeights,
+        *,
+        previous: IncidentContext | None = None,
+        source: npt.NDArray[np.int64] | None = None,
+    ) -> None:
+        """The context of ``incidents``. With ``previous`` (the same weights) and ``source``
+        (for each incident, the row ``previous`` holds for that very object, -1 if none), the
+        per-incident columns of the rows it holds are copied and only the others worked out;
+        equal to the context built afresh (codes are compared for equality only)."""
         n = len(incidents)
         self.weights = weights
-        self.severity: FloatArray = np.array(
-            [weights.severity[i.severity.value] for i in incidents], dtype=np.float64
-        )
-        self.tier = np.array([environment_tier(i.environment) for i in incidents], dtype=np.int8)
-        self._namespaces, self._clusters = _Codes(), _Codes()
-        self.namespace = np.array(
-            [self._namespaces.code(i.namespace) for i in incidents], dtype=np.int32
-        )
-        self.cluster = np.array([self._clusters.code(i.cluster) for i in incidents], dtype=np.int32)
+        if previous is not None and previous.weights != weights:
+            previous = None
+        if previous is None:
+            source = None
         by_outcome = {
             IncidentOutcome.UNRESOLVED: weights.unresolved,
             IncidentOutcome.PARTIAL: weights.partial,
         }
-        self.outcome: FloatArray = np.array(
-            [by_outcome.get(i.outcome, 1.0) for i in incidents], dtype=np.float64
+        self._namespaces: _Codes = previous._namespaces.copy() if previous else _Codes()
+        self._clusters: _Codes = previous._clusters.copy() if previous else _Codes()
+
+        def column(
+            value: Callable[[Incident], Any], dtype: Any, held: npt.NDArray[Any] | None
+        ) -> npt.NDArray[Any]:
+            if held is None or source is None:
+                return np.array([value(i) for i in incidents], dtype=dtype)
+            out = np.empty(n, dtype=dtype)
+            reused = source >= 0
+            out[reused] = held[source[reused]]
+            for pos in np.flatnonzero(~reused).tolist():
+                out[pos] = value(incidents[pos])
+            return out
+
+        def held(name: str) -> npt.NDArray[Any] | None:
+            return getattr(previous, name) if previous is not None else None
+
+        self.severity: FloatArray = column(
+            lambda i: weights.severity[i.severity.value], np.float64, held("severity")
+        )
+        self.tier = column(lambda i: environment_tier(i.environment), np.int8, held("tier"))
+        self.namespace = column(
+            lambda i: self._namespaces.code(i.namespace), np.int32, held("namespace")
+        )
+        self.cluster = column(lambda i: self._clusters.code(i.cluster), np.int32, held("cluster"))
+        self.outcome: FloatArray = column(
+            lambda i: by_outcome.get(i.outcome, 1.0), np.float64, held("outcome")
         )
         # Recurring: another incident records the same action on the same resource.
         keys = [_recurrence_key(i) for i in incidents]
@@ -276,12 +308,13 @@ class IncidentContext:
         self.recurring: BoolArray = np.array(
             [key is not None and counts[key] > 1 for key in keys], dtype=np.bool_
         )
-        self.occurred: FloatArray = np.array(
-            [_epoch(i.occurred_at) if i.occurred_at else np.nan for i in incidents],
-            dtype=np.float64,
+        self.occurred: FloatArray = column(
+            lambda i: _epoch(i.occurred_at) if i.occurred_at else np.nan,
+            np.float64,
+            held("occurred"),
         )
-        self.known_action: BoolArray = np.array(
-            [i.action in ACTION_KEYWORDS for i in incidents], dtype=np.bool_
+        self.known_action: BoolArray = column(
+            lambda i: i.action in ACTION_KEYWORDS, np.bool_, held("known_action")
         )
         self.size = n
         self.ids: tuple[str, ...] = tuple(i.id for i in incidents)

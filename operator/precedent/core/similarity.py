@@ -147,6 +147,52 @@ class RuleMatrix:
     def __len__(self) -> int:
         return self._size
 
+    def rebuilt(self, incidents: Sequence[Incident], source: npt.NDArray[np.int64]) -> RuleMatrix:
+        """The matrix of ``incidents``, where ``source[pos]`` is the row this matrix holds for
+        the incident at ``pos`` (the same incident object), -1 for an incident it does not
+        hold: held rows are copied, only the others coded. Equal to ``RuleMatrix(incidents)``
+        (codes are compared for equality only; a code this matrix gave a value no incident
+        has any more matches nothing, as an unseen value does)."""
+        out = RuleMatrix.__new__(RuleMatrix)
+        size = out._size = len(incidents)
+        out._actions, out._types = self._actions.copy(), self._types.copy()
+        out._names = self._names.copy()
+        held = source >= 0
+        fresh = np.flatnonzero(~held).tolist()
+        out._action_codes = np.empty(size, dtype=np.int32)
+        out._type_codes = np.empty(size, dtype=np.int32)
+        out._name_codes = np.empty(size, dtype=np.int32)
+        for codes, mine in (
+            (out._action_codes, self._action_codes),
+            (out._type_codes, self._type_codes),
+            (out._name_codes, self._name_codes),
+        ):
+            codes[held] = mine[source[held]]
+        for pos in fresh:
+            incident = incidents[pos]
+            out._action_codes[pos] = out._actions.code(incident.action)
+            out._type_codes[pos] = out._types.code(_incident_type(incident))
+            out._name_codes[pos] = out._names.code(_incident_name(incident))
+        # Postings: held rows move to their new positions, fresh rows join.
+        moved = np.full(self._size, -1, dtype=np.int64)
+        moved[source[held]] = np.flatnonzero(held)
+        postings: dict[str, npt.NDArray[np.int64]] = {}
+        for tag, rows in self._postings.items():
+            kept = moved[rows]
+            kept = kept[kept >= 0]
+            if kept.size:
+                postings[tag] = kept
+        added: dict[str, list[int]] = {}
+        for pos in fresh:
+            for tag in {t.lower() for t in incidents[pos].tags}:
+                added.setdefault(tag, []).append(pos)
+        for tag, more in added.items():
+            rows = np.asarray(more, dtype=np.int64)
+            held_rows = postings.get(tag)
+            postings[tag] = rows if held_rows is None else np.concatenate([held_rows, rows])
+        out._postings = {tag: np.sort(rows) for tag, rows in postings.items()}
+        return out
+
     def extended(self, extra: Sequence[Incident]) -> RuleMatrix:
         """This matrix with ``extra`` appended, without recoding the incidents it holds.
 

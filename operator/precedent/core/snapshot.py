@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -25,20 +26,29 @@ def content_digest(incident: Incident) -> bytes:
     return hashlib.sha256(text.encode()).digest()
 
 
-def _digests(incidents: Sequence[Incident], previous: History | None) -> npt.NDArray[np.uint8]:
+def _sources(incidents: Sequence[Incident], previous: History) -> npt.NDArray[np.int64]:
+    """For each incident, the position ``previous`` holds that very object at; -1 if none."""
+    positions, kept = previous._positions, previous.incidents
+    source = np.full(len(incidents), -1, dtype=np.int64)
+    for pos, incident in enumerate(incidents):
+        was = positions.get(incident.id)
+        if was is not None and kept[was] is incident:
+            source[pos] = was
+    return source
+
+
+def _digests(
+    incidents: Sequence[Incident],
+    previous: History | None,
+    source: npt.NDArray[np.int64] | None,
+) -> npt.NDArray[np.uint8]:
     """Each incident's :func:`content_digest`, one row each; the rows of incident objects
-    that ``previous`` holds are copied from it."""
+    that ``previous`` holds (``source``) are copied from it."""
     size = len(incidents)
     out = np.empty((size, DIGEST_SIZE), dtype=np.uint8)
     fresh: Sequence[int] = range(size)
     held = previous._digests if previous is not None else None
-    if previous is not None and held is not None:
-        positions, kept = previous._positions, previous.incidents
-        source = np.full(size, -1, dtype=np.int64)
-        for pos, incident in enumerate(incidents):
-            was = positions.get(incident.id)
-            if was is not None and kept[was] is incident:
-                source[pos] = was
+    if held is not None and source is not None:
         reused = source >= 0
         out[reused] = held[source[reused]]
         fresh = np.flatnonzero(~reused).tolist()
@@ -50,6 +60,51 @@ def _digests(incidents: Sequence[Incident], previous: History | None) -> npt.NDA
     return out
 
 
+def _severity_rank(incident: Incident) -> int:
+    return _SEVERITY_ORDER[incident.severity.value]
+
+
+_SEVERITY_ORDER = {"critical": 0, "high": 1, "medium": 2, "low": 3}
+
+
+def _column(
+    incidents: Sequence[Incident],
+    value: Callable[[Incident], float],
+    dtype: type[np.generic],
+    held: npt.NDArray[Any] | None,
+    source: npt.NDArray[np.int64] | None,
+) -> npt.NDArray[Any]:
+    """One value per incident; with ``held`` (the previous snapshot's column) and ``source``,
+    the rows of incidents it holds are copied and only the others worked out."""
+    if held is None or source is None:
+        return np.array([value(i) for i in incidents], dtype=dtype)
+    out = np.empty(len(incidents), dtype=dtype)
+    reused = source >= 0
+    out[reused] = held[source[reused]]
+    for pos in np.flatnonzero(~reused).tolist():
+        out[pos] = value(incidents[pos])
+    return out
+
+
+def _risk_base(
+    previous: History | None, source: npt.NDArray[np.int64] | None
+) -> tuple[IncidentContext, npt.NDArray[np.int64]] | None:
+    """The context a snapshot's first request builds its own from, and where that context
+    holds each of the snapshot's incidents: ``previous``'s, or the one ``previous`` was to be
+    built from (no request came between two changes)."""
+    if previous is None or source is None:
+        return None
+    if previous._risk_context is not None:
+        return previous._risk_context, source
+    if previous._risk_base is None:
+        return None
+    context, before = previous._risk_base
+    held = source >= 0
+    composed = np.full(source.size, -1, dtype=np.int64)
+    composed[held] = before[source[held]]
+    return context, composed
+
+
 class DuplicateIncidentError(ValueError):
     """Two incidents share an id."""
 
@@ -59,30 +114,49 @@ class History:
 
     def __init__(self, incidents: Sequence[Incident], previous: History | None = None) -> None:
         """A snapshot of ``incidents``. ``previous``, the snapshot this one replaces, lends
-        the content digest of every incident object both hold (a history changes by
-        replacing incidents, never by changing one), so a change costs the digests of the
-        new incidents only; the fingerprint is the same either way."""
+        what it worked out for every incident object both hold (a history changes by
+        replacing incidents, never by changing one): its content digest, its rule matrix
+        codes and tags, its sort keys. A change then costs the new incidents only, and the
+        snapshot is the same either way (``tests/core/test_snapshot_rebuild.py``)."""
         seen: set[str] = set()
         for incident in incidents:
             if incident.id in seen:
                 raise DuplicateIncidentError(f"duplicate incident id {incident.id!r}")
             seen.add(incident.id)
         self.incidents: tuple[Incident, ...] = tuple(incidents)
-        self.rules = RuleMatrix(self.incidents)
+        # Where ``previous`` holds each incident object: its rows are copied, not worked out.
+        source = _sources(self.incidents, previous) if previous is not None else None
+        self.rules: RuleMatrix = (
+            RuleMatrix(self.incidents)
+            if previous is None or source is None
+            else previous.rules.rebuilt(self.incidents, source)
+        )
         self._positions = {incident.id: pos for pos, incident in enumerate(self.incidents)}
         # Sort keys for ordering hits with numpy: severity (critical first), then id.
-        order = {"critical": 0, "high": 1, "medium": 2, "low": 3}
-        self.severity_rank = np.array(
-            [order[i.severity.value] for i in self.incidents], dtype=np.int8
+        self.severity_rank: npt.NDArray[np.int8] = _column(
+            self.incidents,
+            _severity_rank,
+            np.int8,
+            previous.severity_rank if previous is not None else None,
+            source,
         )
-        self.severity_weight = np.array(
-            [SEVERITY_WEIGHTS[i.severity] for i in self.incidents], dtype=np.float64
+        self.severity_weight: npt.NDArray[np.float64] = _column(
+            self.incidents,
+            lambda i: SEVERITY_WEIGHTS[i.severity],
+            np.float64,
+            previous.severity_weight if previous is not None else None,
+            source,
         )
         by_id = np.argsort(np.array([i.id for i in self.incidents], dtype=str))
         self.id_rank = np.argsort(by_id)
         self._risk_context: IncidentContext | None = None
+        # The context ``previous`` built, and where it holds each incident: the first request
+        # builds this snapshot's from it.
+        self._risk_base: tuple[IncidentContext, npt.NDArray[np.int64]] | None = _risk_base(
+            previous, source
+        )
         self._sorted_ids: np.ndarray | None = None  # built by the first ``extended``
-        digests = _digests(self.incidents, previous)
+        digests = _digests(self.incidents, previous, source)
         self._digests: npt.NDArray[np.uint8] | None = digests
         # sha256 over the incidents' content digests in id order.
         self.fingerprint = hashlib.sha256(digests[by_id].tobytes()).hexdigest()
@@ -108,9 +182,8 @@ class History:
         out.incidents = (*self.incidents, *extra)
         out._positions = positions
         out.rules = self.rules.extended(extra)
-        order = {"critical": 0, "high": 1, "medium": 2, "low": 3}
         out.severity_rank = np.concatenate(
-            [self.severity_rank, np.array([order[i.severity.value] for i in extra], np.int8)]
+            [self.severity_rank, np.array([_severity_rank(i) for i in extra], np.int8)]
         )
         out.severity_weight = np.concatenate(
             [
@@ -131,6 +204,7 @@ class History:
         out._sorted_ids = None
         # The snapshot's context is built once and kept; each request extends a copy.
         out._risk_context = self.risk_context().extended(extra)
+        out._risk_base = None
         digest = hashlib.sha256(self.fingerprint.encode())
         for incident in sorted(extra, key=lambda i: i.id):
             digest.update(content_digest(incident))
@@ -149,7 +223,11 @@ class History:
         if weights is not None:
             return IncidentContext(self.incidents, weights)
         if self._risk_context is None:
-            self._risk_context = IncidentContext(self.incidents, RiskModelWeights())
+            base, source = self._risk_base if self._risk_base is not None else (None, None)
+            self._risk_context = IncidentContext(
+                self.incidents, RiskModelWeights(), previous=base, source=source
+            )
+            self._risk_base = None
         return self._risk_context
 
     def position(self, incident_id: str) -> int | None:

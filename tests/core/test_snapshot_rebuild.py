@@ -1,20 +1,28 @@
-"""The history's content fingerprint: the same whichever snapshot a new one is built from.
+"""A history snapshot built from the one it replaces is the snapshot built afresh.
 
-A snapshot built from the one it replaces (``History(incidents, previous=...)``) copies the
-content digest of every incident object both hold and works out only the others', so a change
-to a 100,000-incident history costs the new incidents' digests instead of all of them.
+``History(incidents, previous=...)`` copies what ``previous`` worked out for every incident
+object both hold (content digests, rule matrix codes and tag postings, sort keys) and works
+out only the others', so a change to a 100,000-incident history costs its new incidents
+instead of all of them. The fingerprint, the rule scores and the sort keys are the same
+either way.
 """
 
 from __future__ import annotations
 
 import random
 
+import numpy as np
 import pytest
 
 from precedent.core import snapshot
+from precedent.core.normalize import ProposedAction
 from precedent.core.snapshot import History
 from precedent.models import Incident
 from precedent.services import HistoryStore
+
+ACTIONS = ("restart_service", "scale_down", "rollback", "drain_node", "")
+KINDS = ("Deployment", "StatefulSet", "Node", "")
+TAGS = ("network", "restart", "capacity", "dns", "rollout", "scale")
 
 
 def _incident(n: int, **extra: object) -> Incident:
@@ -22,10 +30,13 @@ def _incident(n: int, **extra: object) -> Incident:
         "id": f"INC-{n:05d}",
         "title": f"payment-api restart {n} dropped connections",
         "severity": ["low", "medium", "high", "critical"][n % 4],
-        "action": "restart_service",
-        "resource": {"type": "Deployment", "name": f"svc-{n % 7}"},
+        "tags": [TAGS[(n * k) % len(TAGS)] for k in range(n % 4)],
         "description": f"the rollout of svc-{n % 7} took {n} minutes",
     }
+    if ACTIONS[n % len(ACTIONS)]:  # some incidents record no action, some no resource
+        fields["action"] = ACTIONS[n % len(ACTIONS)]
+    if n % 5:
+        fields["resource"] = {"type": KINDS[n % 3], "name": f"svc-{n % 7}"}
     return Incident.model_validate({**fields, **extra})
 
 
@@ -110,3 +121,50 @@ def test_a_request_view_keeps_its_own_fingerprint() -> None:
     view = base.extended([_incident(99)])
     rebuilt = History(list(view.incidents), previous=view)
     assert rebuilt.fingerprint == History(list(view.incidents)).fingerprint
+
+
+def _same_snapshot(mine: History, afresh: History) -> None:
+    assert mine.fingerprint == afresh.fingerprint
+    assert mine.incidents == afresh.incidents
+    assert mine.severity_rank.tolist() == afresh.severity_rank.tolist()
+    assert mine.severity_rank.dtype == afresh.severity_rank.dtype
+    assert mine.severity_weight.tolist() == afresh.severity_weight.tolist()
+    assert mine.id_rank.tolist() == afresh.id_rank.tolist()
+    assert len(mine.rules) == len(afresh.rules)
+    for action in ACTIONS:
+        for kind in KINDS:
+            for name in ("svc-3", "SVC-4 ", "svc-9", ""):
+                proposed = ProposedAction(
+                    action=action,
+                    resource_type=kind,
+                    resource_name=name.strip().lower(),
+                    keywords=frozenset(TAGS[: len(name) % len(TAGS) + 1]),
+                )
+                got, want = mine.rules.score(proposed), afresh.rules.score(proposed)
+                for part in ("action", "resource_type", "resource_name", "tags"):
+                    assert np.array_equal(getattr(got, part), getattr(want, part)), part
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_rules_and_sort_keys_from_the_predecessor_are_those_built_afresh(seed: int) -> None:
+    rng = random.Random(seed)
+    incidents = [_incident(n) for n in range(80)]
+    before = History(sorted(incidents, key=lambda i: i.id))
+    current = list(incidents)
+    for step in range(4):  # a chain of changes, each snapshot built from the last
+        for _ in range(rng.randrange(1, 6)):
+            move = rng.random()
+            if move < 0.35 and len(current) > 1:
+                del current[rng.randrange(len(current))]
+            elif move < 0.7:
+                current.append(_incident(1000 + 10 * step + rng.randrange(10) + 100 * seed))
+            else:
+                at = rng.randrange(len(current))
+                n = int(current[at].id.split("-")[1])
+                current[at] = _incident(n, severity="critical", tags=["dns", "brand-new-tag"])
+        unique = {i.id: i for i in current}
+        current = list(unique.values())
+        ordered = sorted(current, key=lambda i: i.id) if step % 2 else current
+        after = History(ordered, previous=before)
+        _same_snapshot(after, History(ordered))
+        before = after
