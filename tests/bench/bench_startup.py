@@ -9,7 +9,8 @@ index the cold start saved). "Ready" is the first 200 from /healthz; "first answ
 then until the request created at that moment is Ready. "After change" is, for each of three
 Incident objects created one after another (each once the operator has written its status), the
 seconds until a request created right then is Ready: the history's snapshot is rebuilt for it
-(median of the three; RSS is read before them).
+(median of the three; measured on the cold starts, RSS read before them; the warm starts read
+the index as the cold start built it, before the changes).
 
 Environment: BENCH_STARTUP_SIZES (default ``10000,100000``), BENCH_STARTUP_ROUNDS (default 3;
 the 100k cold start runs once), BENCH_OPERATOR_ENV (as in bench_operator: the operator runs on
@@ -22,7 +23,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -97,7 +100,7 @@ async def _after_changes(url: str, name: str, changes: int) -> list[float]:
                 body = {
                     "apiVersion": "precedent.dev/v1alpha1",
                     "kind": "Incident",
-                    "metadata": {"name": incident, "namespace": "default"},
+                    "metadata": {"name": incident},  # Incidents are cluster-scoped
                     "spec": {
                         "id": f"INC-BENCH-{name}-{k}".upper(),
                         "title": f"payment-api restart {k} dropped in-flight connections",
@@ -106,7 +109,7 @@ async def _after_changes(url: str, name: str, changes: int) -> list[float]:
                         "resource": {"type": "Deployment", "name": "payment-api"},
                     },
                 }
-                path = f"{GROUP_PATH}/namespaces/default/incidents"
+                path = f"{GROUP_PATH}/incidents"
                 (await client.post(path, json=body)).raise_for_status()
                 deadline = time.monotonic() + 120
                 while not ((await client.get(f"{path}/{incident}")).json().get("status") or {}):
@@ -131,10 +134,20 @@ async def _after_changes(url: str, name: str, changes: int) -> list[float]:
 
 
 def start_once(
-    history: Path, index_dir: Path, workdir: Path, name: str, python: str | None = None
+    history: Path,
+    index_dir: Path,
+    workdir: Path,
+    name: str,
+    python: str | None = None,
+    *,
+    keep_index: Path | None = None,
 ) -> tuple[float, float, float, float]:
     """(start → ready s, ready → first answer s, RSS MiB after the answer, median seconds to
-    answer a request right after a history change)."""
+    answer a request right after a history change; NaN when not measured).
+
+    With ``keep_index`` the saved index is copied there after the first answer and the
+    history changes are measured (the operator saves the changed index over ``index_dir``:
+    the warm starts read the copy, the index of the history file)."""
     health = free_port()
     kubeconfig = workdir / "kubeconfig"
     sandbox, url = start_sandbox(kubeconfig)
@@ -155,6 +168,9 @@ def start_once(
         ready = _ready_at(f"http://127.0.0.1:{health}/healthz", operator, 1800, log_path)
         answer = asyncio.run(_first_answer(url, name))
         rss = rss_mib(operator.pid)
+        if keep_index is None:
+            return ready - started, answer, rss, math.nan
+        shutil.copytree(index_dir, keep_index)
         changed = asyncio.run(_after_changes(url, name, CHANGES))
         return ready - started, answer, rss, statistics.median(changed)
     finally:
@@ -183,10 +199,9 @@ def _row(label: str, values: list[tuple[float, float, float, float]]) -> str:
     ready = statistics.median(v[0] for v in values)
     answer = statistics.median(v[1] for v in values)
     rss = statistics.median(v[2] for v in values)
-    changed = statistics.median(v[3] for v in values)
-    return (
-        f"{label:<22}{ready:>12.1f}{answer:>16.2f}{rss:>10.0f}{changed:>18.2f}   (n={len(values)})"
-    )
+    measured = [v[3] for v in values if not math.isnan(v[3])]
+    changed = f"{statistics.median(measured):.2f}" if measured else "-"
+    return f"{label:<22}{ready:>12.1f}{answer:>16.2f}{rss:>10.0f}{changed:>18}   (n={len(values)})"
 
 
 def main() -> None:
@@ -207,9 +222,14 @@ def main() -> None:
             warm: list[tuple[float, float, float, float]] = []
             for i in range(rounds if size <= 10_000 else 1):
                 index_dir = workdir / f"index-{i}"
-                cold.append(start_once(history, index_dir, workdir, f"cold-{i}", python))
+                kept = workdir / f"index-{i}-as-built"
+                cold.append(
+                    start_once(history, index_dir, workdir, f"cold-{i}", python, keep_index=kept)
+                )
             for i in range(rounds):
-                warm.append(start_once(history, workdir / "index-0", workdir, f"warm-{i}", python))
+                warm.append(
+                    start_once(history, workdir / "index-0-as-built", workdir, f"warm-{i}", python)
+                )
             print(_row(f"{size:,} cold", cold), flush=True)
             print(_row(f"{size:,} warm", warm), flush=True)
     if os.environ.get("PRECEDENT_BENCH_1M") == "1":
