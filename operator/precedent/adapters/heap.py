@@ -81,9 +81,13 @@ def release_free_memory() -> bool:
     return True
 
 
-COLLECTOR_THRESHOLDS = (10_000, 20, 20)
+COLLECTOR_THRESHOLDS = (2_000, 20, 20)
 """The cyclic garbage collector's thresholds once start-up is done (Python's default: 700,
-10, 10)."""
+10, 10). The young generation's bound decides the longest pauses: kopf leaves a few reference
+cycles per request (its bodies and patches and their views), which only a collection frees,
+and with 10,000 a young collection after a burst of requests found 83,000 unreachable objects
+and took 187 ms, stalling the requests behind it (p99 at 20 requests/s 68-125 ms; with 2,000:
+15-17 ms, the same CPU per request; docs/performance.md)."""
 
 
 def freeze_startup_heap() -> int:
@@ -100,8 +104,9 @@ def freeze_startup_heap() -> int:
     What is left for the collector is kopf's and the API clients' per-request garbage (a
     handful of reference cycles per request) among what kopf keeps per object. With Python's
     default thresholds it still took 0.4 ms per request (1.2 s of collections over 3,000
-    requests at 10k incidents); with ``COLLECTOR_THRESHOLDS`` 0.2 ms, for about 5 MiB more
-    RSS (``tests/bench/bench_operator``; docs/performance.md).
+    requests at 10k incidents); with a young generation of 10,000 0.2 ms, for about 5 MiB
+    more RSS, but pauses of up to 187 ms; ``COLLECTOR_THRESHOLDS`` keeps the pauses short at
+    the same CPU (``tests/bench/bench_operator``; docs/performance.md).
     """
     gc.collect()
     gc.freeze()
