@@ -267,8 +267,8 @@ class IncidentContext:
             IncidentOutcome.UNRESOLVED: weights.unresolved,
             IncidentOutcome.PARTIAL: weights.partial,
         }
-        self._namespaces: _Codes = previous._namespaces.copy() if previous else _Codes()
-        self._clusters: _Codes = previous._clusters.copy() if previous else _Codes()
+        self._namespaces: _Codes = previous._namespaces.copy() if previous is not None else _Codes()
+        self._clusters: _Codes = previous._clusters.copy() if previous is not None else _Codes()
 
         def column(
             value: Callable[[Incident], Any], dtype: Any, held: npt.NDArray[Any] | None

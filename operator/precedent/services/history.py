@@ -45,8 +45,8 @@ class HistoryStore:
         self._bundled = {i.id: i for i in bundled}
         self._objects: dict[str, _Entry] = {}  # object name → its incident
         self._snapshot: History | None = None
-        # The snapshot a change made stale, until the next one is built from it (it lends the
-        # content digests of the incidents both hold).
+        # The snapshot a change made stale, until the next one is built from it (it lends what
+        # it worked out for the incident objects both hold: see History).
         self._stale: History | None = None
         self._cluster_ids: frozenset[str] = frozenset()  # ids that came from objects
         self._sources: list[str] = []  # "bundled", "cluster": computed with the snapshot
