@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from precedent.core.carried import carried_column
 from precedent.core.normalize import ACTION_KEYWORDS, ProposedAction, canonical_resource_type
 from precedent.models import Incident, IncidentOutcome, RiskFactor
 
@@ -273,14 +274,7 @@ class IncidentContext:
         def column(
             value: Callable[[Incident], Any], dtype: Any, held: npt.NDArray[Any] | None
         ) -> npt.NDArray[Any]:
-            if held is None or source is None:
-                return np.array([value(i) for i in incidents], dtype=dtype)
-            out = np.empty(n, dtype=dtype)
-            reused = source >= 0
-            out[reused] = held[source[reused]]
-            for pos in np.flatnonzero(~reused).tolist():
-                out[pos] = value(incidents[pos])
-            return out
+            return carried_column(incidents, value, dtype, held, source)
 
         def held(name: str) -> npt.NDArray[Any] | None:
             return getattr(previous, name) if previous is not None else None

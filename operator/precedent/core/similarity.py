@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from precedent.core.carried import carried_column
 from precedent.core.normalize import ProposedAction, canonical_resource_type
 from precedent.models import Incident
 
@@ -154,25 +155,28 @@ class RuleMatrix:
         (codes are compared for equality only; a code this matrix gave a value no incident
         has any more matches nothing, as an unseen value does)."""
         out = RuleMatrix.__new__(RuleMatrix)
-        size = out._size = len(incidents)
+        out._size = len(incidents)
         out._actions, out._types = self._actions.copy(), self._types.copy()
         out._names = self._names.copy()
+        out._action_codes = carried_column(
+            incidents, lambda i: out._actions.code(i.action), np.int32, self._action_codes, source
+        )
+        out._type_codes = carried_column(
+            incidents,
+            lambda i: out._types.code(_incident_type(i)),
+            np.int32,
+            self._type_codes,
+            source,
+        )
+        out._name_codes = carried_column(
+            incidents,
+            lambda i: out._names.code(_incident_name(i)),
+            np.int32,
+            self._name_codes,
+            source,
+        )
         held = source >= 0
         fresh = np.flatnonzero(~held).tolist()
-        out._action_codes = np.empty(size, dtype=np.int32)
-        out._type_codes = np.empty(size, dtype=np.int32)
-        out._name_codes = np.empty(size, dtype=np.int32)
-        for codes, mine in (
-            (out._action_codes, self._action_codes),
-            (out._type_codes, self._type_codes),
-            (out._name_codes, self._name_codes),
-        ):
-            codes[held] = mine[source[held]]
-        for pos in fresh:
-            incident = incidents[pos]
-            out._action_codes[pos] = out._actions.code(incident.action)
-            out._type_codes[pos] = out._types.code(_incident_type(incident))
-            out._name_codes[pos] = out._names.code(_incident_name(incident))
         # Postings: held rows move to their new positions, fresh rows join.
         moved = np.full(self._size, -1, dtype=np.int64)
         moved[source[held]] = np.flatnonzero(held)

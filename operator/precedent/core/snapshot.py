@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import numpy.typing as npt
 
+from precedent.core.carried import carried_column
 from precedent.core.risk import SEVERITY_WEIGHTS
 from precedent.core.risk_model import IncidentContext, RiskModelWeights
 from precedent.core.similarity import RuleMatrix
@@ -67,25 +67,6 @@ def _severity_rank(incident: Incident) -> int:
 _SEVERITY_ORDER = {"critical": 0, "high": 1, "medium": 2, "low": 3}
 
 
-def _column(
-    incidents: Sequence[Incident],
-    value: Callable[[Incident], float],
-    dtype: type[np.generic],
-    held: npt.NDArray[Any] | None,
-    source: npt.NDArray[np.int64] | None,
-) -> npt.NDArray[Any]:
-    """One value per incident; with ``held`` (the previous snapshot's column) and ``source``,
-    the rows of incidents it holds are copied and only the others worked out."""
-    if held is None or source is None:
-        return np.array([value(i) for i in incidents], dtype=dtype)
-    out = np.empty(len(incidents), dtype=dtype)
-    reused = source >= 0
-    out[reused] = held[source[reused]]
-    for pos in np.flatnonzero(~reused).tolist():
-        out[pos] = value(incidents[pos])
-    return out
-
-
 def _risk_base(
     previous: History | None, source: npt.NDArray[np.int64] | None
 ) -> tuple[IncidentContext, npt.NDArray[np.int64]] | None:
@@ -133,14 +114,14 @@ class History:
         )
         self._positions = {incident.id: pos for pos, incident in enumerate(self.incidents)}
         # Sort keys for ordering hits with numpy: severity (critical first), then id.
-        self.severity_rank: npt.NDArray[np.int8] = _column(
+        self.severity_rank: npt.NDArray[np.int8] = carried_column(
             self.incidents,
             _severity_rank,
             np.int8,
             previous.severity_rank if previous is not None else None,
             source,
         )
-        self.severity_weight: npt.NDArray[np.float64] = _column(
+        self.severity_weight: npt.NDArray[np.float64] = carried_column(
             self.incidents,
             lambda i: SEVERITY_WEIGHTS[i.severity],
             np.float64,
