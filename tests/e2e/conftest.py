@@ -1,4 +1,4 @@
-"""kubectl, as a user runs it, pointed at a sandbox."""
+"""kubectl, as a user runs it, pointed at an API server; the real-server fixtures."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 class Kubectl:
     """kubectl pointed at one sandbox: ``kubectl("get", "rr")`` → CompletedProcess."""
 
-    def __init__(self, kubeconfig: Path, cache: Path) -> None:
-        self.base = ["kubectl", "--kubeconfig", str(kubeconfig), "--cache-dir", str(cache)]
+    def __init__(self, kubeconfig: Path, cache: Path, binary: str = "kubectl") -> None:
+        self.base = [binary, "--kubeconfig", str(kubeconfig), "--cache-dir", str(cache)]
 
     def __call__(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         result = subprocess.run(

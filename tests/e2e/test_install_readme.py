@@ -1,4 +1,5 @@
-"""The README's install commands, run as written, with real kubectl, against a fresh sandbox.
+"""The README's install commands, run as written, with real kubectl, against a fresh API server:
+the sandbox, and a real kube-apiserver (with the kubectl of its release).
 
 kubectl runs with validation on (its default: ``fieldValidation=Strict``, checked against the
 OpenAPI documents the sandbox serves). The commands are read from the README's "Install on a
@@ -8,11 +9,13 @@ cluster" section, so the test and the README cannot drift apart.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import shutil
 import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +24,7 @@ import pytest
 import yaml
 
 from precedent_sandbox import SandboxThread
+from tests.backends import External, fresh_control_plane, real_server_unavailable
 from tests.e2e.conftest import Kubectl
 
 pytestmark = [
@@ -51,12 +55,38 @@ def key(doc: dict[str, Any]) -> tuple[str, str, str, str]:
     return (doc["apiVersion"], doc["kind"], meta.get("namespace", ""), meta["name"])
 
 
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubectl]:
-    """A sandbox with nothing registered, then the README's install commands, each once."""
+@contextmanager
+def empty_server(
+    backend: str, home: Path, request: pytest.FixtureRequest
+) -> Iterator[tuple[Path, str]]:
+    """An API server with nothing registered: its admin kubeconfig and the kubectl to use."""
+    if backend == "sandbox":
+        with SandboxThread(crds_dir=None) as sandbox:
+            yield sandbox.write_kubeconfig(home / "kubeconfig"), "kubectl"
+        return
+    reason = real_server_unavailable()
+    if reason is not None:
+        pytest.skip(reason)
+    external = os.environ.get("PRECEDENT_TEST_KUBECONFIG")
+    if external:
+        yield External(Path(external), {}).write_kubeconfig(home / "kubeconfig"), "kubectl"
+        return
+    etcd = request.getfixturevalue("real_etcd")
+    server = fresh_control_plane(etcd, {}, home / "control-plane")
+    try:
+        yield server.write_kubeconfig(home / "kubeconfig"), str(server.kubectl)
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module", params=["sandbox", "real"])
+def installed(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[Kubectl]:
+    """An API server with nothing registered, then the README's install commands, each once."""
     home = tmp_path_factory.mktemp("install")
-    with SandboxThread(crds_dir=None) as sandbox:
-        kubectl = Kubectl(sandbox.write_kubeconfig(home / "kubeconfig"), home / "cache")
+    with empty_server(request.param, home, request) as (kubeconfig, binary):
+        kubectl = Kubectl(kubeconfig, home / "cache", binary)
         for command in readme_install():
             argv = shlex.split(command)
             assert argv[0] == "kubectl"

@@ -48,6 +48,7 @@ def policy(name: str, *mutations: str, **spec: Any) -> dict[str, Any]:
             "mutations": [
                 {"patchType": "JSONPatch", "jsonPatch": {"expression": m}} for m in mutations
             ],
+            "reinvocationPolicy": "Never",
             **spec,
         },
     }
@@ -139,6 +140,7 @@ async def test_mutation_runs_before_schema_validation_and_validating_policies(
                     },
                 }
             ],
+            "reinvocationPolicy": "Never",
         },
     }
     await install(api, rr_policy)

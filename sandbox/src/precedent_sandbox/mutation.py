@@ -29,7 +29,8 @@ mis-configured policy definitions or bindings. [...] Defaults to Fail." A failin
 or a patch that cannot apply refuses the write under ``Fail`` and skips the policy under
 ``Ignore`` (its partial changes are dropped).
 
-Reinvocation: ``reinvocationPolicy`` ``Never`` (the default) or ``IfNeeded``: "the mutations
+Reinvocation: ``reinvocationPolicy`` ``Never`` or ``IfNeeded``, required (kube-apiserver 1.36
+has no default for it and refuses a policy without it): "the mutations
 may be called at least one additional time as part of the admission evaluation if the object
 being admitted is modified by other admission plugins after the initial mutation". After the
 first pass, each ``IfNeeded`` binding whose result a later binding changed is invoked once
@@ -77,7 +78,8 @@ REINVOCATION = ("Never", "IfNeeded")
 def mutating_policy_problems(spec: Any) -> list[FieldError]:
     """A MutatingAdmissionPolicy's spec as kube-apiserver validates it (the parts the sandbox
     evaluates): at least one mutation, each with a known patchType and its expression, and a
-    known failurePolicy and reinvocationPolicy."""
+    known failurePolicy, and a reinvocationPolicy (required: kube-apiserver gives it no
+    default)."""
     if not isinstance(spec, Mapping):
         return [FieldError("required", "spec")]
     found: list[FieldError] = []
@@ -106,7 +108,9 @@ def mutating_policy_problems(spec: Any) -> list[FieldError]:
         ("reinvocationPolicy", REINVOCATION),
     ):
         value = spec.get(key)
-        if value is not None and value not in allowed:
+        if value is None and key == "reinvocationPolicy":
+            found.append(FieldError("required", f"spec.{key}"))
+        elif value is not None and value not in allowed:
             supported = ", ".join(f'"{a}"' for a in allowed)
             found.append(
                 FieldError("unsupported", f"spec.{key}", value, f"supported values: {supported}")
