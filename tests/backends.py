@@ -227,3 +227,33 @@ def use_kubectl_of(server: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     kubectl = getattr(server, "kubectl", None)
     if kubectl is not None:
         monkeypatch.setenv("PATH", f"{Path(kubectl).parent}{os.pathsep}{os.environ['PATH']}")
+
+
+def admission_in_force(client: httpx.Client, timeout: float = 30.0) -> None:
+    """Wait until the shipped admission policies act on new requests.
+
+    A real API server loads policies, bindings and their parameter kinds through informers: for
+    a moment after ``kubectl apply`` a request is admitted as if they did not exist (or refused
+    with 503 while a kind is resolved). The probe is a server-side dry run of a request that
+    names someone else as requester, as the caller: in force, the requester is the caller."""
+    body = {
+        "apiVersion": "precedent.dev/v1alpha1",
+        "kind": "RemediationRequest",
+        "metadata": {"name": "admission-probe", "namespace": "default"},
+        "spec": {
+            "action": "restart_service",
+            "target": {"kind": "Deployment", "name": "probe", "namespace": "default"},
+            "description": "probe: are the admission policies in force",
+            "requester": "someone-else",
+        },
+    }
+    path = "/apis/precedent.dev/v1alpha1/namespaces/default/remediationrequests"
+    deadline = time.monotonic() + timeout
+    last = ""
+    while time.monotonic() < deadline:
+        answer = client.post(path, params={"dryRun": "All"}, json=body)
+        if answer.status_code == 201 and answer.json()["spec"].get("requester") != "someone-else":
+            return
+        last = f"{answer.status_code} {answer.text[:200]}"
+        time.sleep(0.2)
+    raise AssertionError(f"the admission policies are not in force after {timeout:.0f} s: {last}")

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.backends import admission_in_force
 from tests.e2e.test_approvals_rbac import PATHS, REPO, _bindings, _documents, secured
 from tests.integration.conftest import Cluster
 from tests.integration.test_approvals import request
@@ -82,6 +83,7 @@ def install(cluster: Cluster) -> None:
         if doc["kind"] in PATHS:
             answer = cluster.client.post(PATHS[doc["kind"]], json=doc)
             assert answer.status_code in (201, 409), answer.text
+    admission_in_force(cluster.client)
 
 
 def write(path: Path, body: dict[str, Any]) -> str:

@@ -1,13 +1,12 @@
-"""Three users against a sandbox that authenticates and authorizes: the requester cannot
+"""Three users against an API server that authenticates and authorizes: the requester cannot
 approve, the approver can, a stranger can do nothing, and only the operator writes status.
 
-Runs when the sandbox enforces authentication and RBAC (a static token file); skipped, saying
-so, when it does not (a request with an unknown token is not refused).
+``secured`` runs each test twice: on the sandbox (a static token file, RBAC) and on a real
+kube-apiserver started with the same token file and RBAC (tests/backends.py).
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,14 @@ import yaml
 
 from precedent.demo import apply
 from precedent_sandbox import SandboxThread
+from precedent_sandbox.control_plane import User
+from tests.backends import (
+    admission_in_force,
+    fresh_control_plane,
+    install_crds,
+    real_server_unavailable,
+    use_kubectl_of,
+)
 from tests.integration.conftest import Cluster
 from tests.integration.test_approvals import approved_condition, request
 
@@ -58,34 +65,35 @@ def _bindings() -> list[dict[str, Any]]:
     ]
 
 
-@pytest.fixture
-def secured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Cluster, Path]]:
-    if "token_auth_file" not in inspect.signature(SandboxThread.__init__).parameters and not any(
-        p.kind is inspect.Parameter.VAR_KEYWORD
-        for p in inspect.signature(SandboxThread.__init__).parameters.values()
-    ):
-        pytest.skip("the sandbox has no token authentication")
+@pytest.fixture(params=["sandbox", "real"])
+def secured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> Iterator[tuple[Cluster, Path]]:
+    """An API server that authenticates :data:`USERS` and enforces RBAC, with the CRDs and
+    the bundled incidents and playbooks; the operator's kubeconfig in ``KUBECONFIG``. Yields
+    the cluster (its client is the admin) and the admin's kubeconfig."""
+    monkeypatch.setenv("PRECEDENT_HISTORY_PATH", "")
+    monkeypatch.setenv("PRECEDENT_CATALOG", "")
+    monkeypatch.setenv("PRECEDENT_STATUS_KEY", "e2e-key")
+    monkeypatch.setenv("PRECEDENT_METRICS_PORT", "0")
+    if request.param == "real":
+        yield from _real(tmp_path, monkeypatch, request)
+        return
     tokens = tmp_path / "tokens.csv"
     tokens.write_text(
         "".join(f'{t},{u},{u},"{g}"\n' for t, (u, g) in USERS.items()), encoding="utf-8"
     )
+    sandbox = SandboxThread(REPO / "crds", token_auth_file=tokens).start()
     try:
-        sandbox = SandboxThread(REPO / "crds", token_auth_file=tokens).start()
-    except TypeError:
-        pytest.skip("the sandbox has no token authentication")
-    try:
-        probe = sandbox.kubeconfig(token="not-a-user")  # type: ignore[call-arg]
-        server = probe["clusters"][0]["cluster"]["server"]
+        server = sandbox.url
         with httpx.Client(base_url=server, verify=False, timeout=10) as anonymous:
             answer = anonymous.get(
                 "/apis/precedent.dev/v1alpha1/remediationrequests",
                 headers={"Authorization": "Bearer not-a-user"},
             )
-        if answer.status_code not in (401, 403):
-            pytest.skip("the sandbox does not enforce RBAC: an unknown user's request was served")
-        admin = sandbox.write_kubeconfig(tmp_path / "admin", user="admin")  # type: ignore[call-arg]
-        # The server may be HTTPS with a self-signed certificate: tests trust it explicitly.
-        operator = sandbox.write_kubeconfig(tmp_path / "operator", user=OPERATOR)  # type: ignore[call-arg]
+        assert answer.status_code == 401, answer.text
+        admin = sandbox.write_kubeconfig(tmp_path / "admin", user="admin")
+        operator = sandbox.write_kubeconfig(tmp_path / "operator", user=OPERATOR)
         with httpx.Client(
             base_url=server,
             verify=False,
@@ -94,13 +102,44 @@ def secured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[C
         ) as client:
             apply(client, [REPO / "data" / "incidents", REPO / "data" / "playbooks"])
             monkeypatch.setenv("KUBECONFIG", str(operator))
-            monkeypatch.setenv("PRECEDENT_HISTORY_PATH", "")
-            monkeypatch.setenv("PRECEDENT_CATALOG", "")
-            monkeypatch.setenv("PRECEDENT_STATUS_KEY", "e2e-key")
-            monkeypatch.setenv("PRECEDENT_METRICS_PORT", "0")
             yield Cluster(sandbox, client, operator), admin
     finally:
         sandbox.stop()
+
+
+def _real(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> Iterator[tuple[Cluster, Path]]:
+    """A fresh kube-apiserver (and controller manager) over the session's etcd."""
+    reason = real_server_unavailable()
+    if reason is not None:
+        pytest.skip(reason)
+    users = {
+        token: User(name, tuple(g for g in groups.split(",") if g))
+        for token, (name, groups) in USERS.items()
+    }
+    server = fresh_control_plane(
+        request.getfixturevalue("real_etcd"),
+        users,
+        tmp_path / "control-plane",
+        controller_manager=True,
+    )
+    try:
+        use_kubectl_of(server, monkeypatch)
+        admin = server.write_kubeconfig(tmp_path / "admin", user="admin")
+        operator = server.write_kubeconfig(tmp_path / "operator", user=OPERATOR)
+        with httpx.Client(
+            base_url=server.url,
+            verify=False,
+            timeout=30,
+            headers={"Authorization": "Bearer admin-token"},
+        ) as client:
+            install_crds(client, REPO / "crds")
+            apply(client, [REPO / "data" / "incidents", REPO / "data" / "playbooks"])
+            monkeypatch.setenv("KUBECONFIG", str(operator))
+            yield Cluster(server, client, operator), admin
+    finally:
+        server.stop()
 
 
 def _as(cluster: Cluster, token: str) -> httpx.Client:
@@ -144,6 +183,7 @@ def test_three_users(secured: tuple[Cluster, Path]) -> None:
         if doc["kind"] in PATHS:
             answer = cluster.client.post(PATHS[doc["kind"]], json=doc)
             assert answer.status_code in (201, 409), answer.text
+    admission_in_force(cluster.client)
     base = "/apis/precedent.dev/v1alpha1/namespaces/default"
     with _as(cluster, "rita-token") as rita, _as(cluster, "alice-token") as alice:
         # The API server records the requester, whatever the body says.
