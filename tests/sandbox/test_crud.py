@@ -227,7 +227,11 @@ async def test_delete_without_finalizers(api: httpx.AsyncClient) -> None:
     await api.post(RRS, json=request_body("gone"))
     deleted = await api.delete(f"{RRS}/gone")
     assert deleted.status_code == 200
-    assert deleted.json()["metadata"]["name"] == "gone"
+    # Gone at once: a Status of Success, as kube-apiserver answers (not the object).
+    status = deleted.json()
+    assert (status["kind"], status["status"]) == ("Status", "Success")
+    assert status["details"]["name"] == "gone"
+    assert status["details"]["kind"] == "remediationrequests"
     assert (await api.get(f"{RRS}/gone")).status_code == 404
 
 

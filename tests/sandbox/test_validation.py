@@ -34,8 +34,11 @@ async def test_missing_required_field(api: httpx.AsyncClient) -> None:
     found = causes(response)
     assert found["spec.target.name"]["reason"] == "FieldValueRequired"
     status = response.json()
+    # A missing field stops the CRD's CEL rules, and kube-apiserver says so in a second cause.
     assert status["message"] == (
-        'RemediationRequest.precedent.dev "x" is invalid: spec.target.name: Required value'
+        'RemediationRequest.precedent.dev "x" is invalid: [spec.target.name: Required value, '
+        "<nil>: Invalid value: null: some validation rules were not checked because the object "
+        "was invalid; correct the existing errors to complete validation]"
     )
     assert status["details"]["name"] == "x"
     assert status["details"]["group"] == "precedent.dev"

@@ -14,7 +14,7 @@ from typing import Any
 from precedent_sandbox import builtin_schemas
 from precedent_sandbox import errors as api_errors
 from precedent_sandbox.cel import check_rules
-from precedent_sandbox.errors import FieldError
+from precedent_sandbox.errors import FieldError, GoLiteral
 from precedent_sandbox.meta import validate_metadata
 from precedent_sandbox.mutation import mutating_policy_problems
 from precedent_sandbox.objects import Obj, Stored, duplicate_fields
@@ -143,7 +143,24 @@ def validate(rtype: ResourceType, obj: Obj, old: Obj | None, name: str) -> None:
         schema_errors: list[FieldError] = []
         schema.validate(body, "", schema_errors)
         found.extend(schema_errors)
-        if not schema_errors and schema.has_rules:
+        # apiextensions-apiserver (hasBlockingErr) skips the CEL rules when the schema found a
+        # type, required, enum, too-long or too-many error, and says so in one more cause whose
+        # field path is nil; other schema errors (a pattern, a bound) do not stop the rules.
+        blocking = any(
+            e.kind in ("required", "type", "unsupported", "too_long", "too_many")
+            for e in schema_errors
+        )
+        if blocking and schema.has_rules:
+            found.append(
+                FieldError(
+                    "invalid",
+                    "<nil>",
+                    GoLiteral("null"),
+                    "some validation rules were not checked because the object was invalid; "
+                    "correct the existing errors to complete validation",
+                )
+            )
+        if not blocking and schema.has_rules:
             previous = (
                 {k: v for k, v in old.items() if k not in ("apiVersion", "kind", "metadata")}
                 if old is not None

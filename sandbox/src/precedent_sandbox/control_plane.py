@@ -317,6 +317,8 @@ class ControlPlane:
         try:
             if self._own_etcd:
                 self.etcd.start()
+            if not self.port:
+                self.port = free_port()
             self._prepare()
             self.start_apiserver(timeout)
             if self.with_controller_manager:
@@ -389,11 +391,13 @@ class ControlPlane:
         _stop(self.apiserver)
         self.apiserver = None
 
-    def start_controller_manager(self) -> None:
+    def start_controller_manager(self, timeout: float = 60.0) -> None:
         """kube-controller-manager with the controllers a test cluster without nodes needs:
-        the garbage collector, namespace deletion and service-account tokens."""
+        the garbage collector, namespace deletion and service-account tokens; returns once its
+        ``/healthz`` answers ok."""
         pki = self.workdir / "pki"
         log = self.workdir / "kube-controller-manager.log"
+        port = free_port()
         with log.open("ab") as out:
             self.controller_manager = subprocess.Popen(
                 [
@@ -404,13 +408,32 @@ class ControlPlane:
                     f"--service-account-private-key-file={pki / 'sa.key'}",
                     "--leader-elect=false",
                     "--bind-address=127.0.0.1",
-                    f"--secure-port={free_port()}",
+                    f"--secure-port={port}",
                     f"--cert-dir={pki / 'kcm'}",
                 ],
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
             )
+        insecure = ssl.create_default_context()
+        insecure.check_hostname = False
+        insecure.verify_mode = ssl.CERT_NONE  # its own self-signed serving certificate
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.controller_manager.poll() is not None:
+                raise ControlPlaneError(
+                    f"kube-controller-manager exited ({self.controller_manager.returncode}):\n"
+                    f"{_tail(log)}"
+                )
+            try:
+                url = f"https://127.0.0.1:{port}/healthz"
+                with urllib.request.urlopen(url, timeout=2, context=insecure) as answer:
+                    if answer.read() == b"ok":
+                        return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        raise ControlPlaneError(f"kube-controller-manager not healthy within {timeout:.0f} s")
 
     def stop(self) -> None:
         """Stop every process started here (etcd only if it is this control plane's own)."""

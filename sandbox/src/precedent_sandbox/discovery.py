@@ -27,7 +27,7 @@ _VERSION = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
 
 def version_priority(version: str) -> tuple[int, int, int, str]:
     """Kubernetes version order: GA > beta > alpha, higher numbers first; others last."""
-    found = _VERSION.match(version)
+    found = _VERSION.fullmatch(version)
     if not found:
         return (3, 0, 0, version)
     major, stage, minor = found.groups()

@@ -207,15 +207,30 @@ def not_acceptable() -> ApiError:
     )
 
 
-def unsupported_media_type(content_type: str) -> ApiError:
-    """415 for a body format the sandbox cannot read."""
+def unsupported_media_type(content_type: str, *, custom: bool = False) -> ApiError:
+    """415 for a body format the sandbox cannot read (``custom``: a patch of a custom
+    resource, which has no strategic merge patch)."""
+    accepted = "application/json-patch+json, application/merge-patch+json, "
+    if not custom:
+        accepted += "application/strategic-merge-patch+json, "
     return ApiError(
         415,
         "UnsupportedMediaType",
-        f'the body of the request was in an unknown format ("{content_type}") - accepted media '
-        "types include: application/json-patch+json, application/merge-patch+json, "
-        "application/strategic-merge-patch+json, application/apply-patch+yaml",
+        f"the body of the request was in an unknown format - accepted media types include: "
+        f"{accepted}application/apply-patch+yaml",
     )
+
+
+def invalid_options(kind: str, errors: list[FieldError]) -> ApiError:
+    """422 for invalid request options: ``PatchOptions.meta.k8s.io "" is invalid: …``."""
+    message = f'{kind} "" is invalid: ' + ", ".join(str(e) for e in errors)
+    group = kind.partition(".")[2]
+    details = {
+        "group": group,
+        "kind": kind.partition(".")[0],
+        "causes": [e.cause() for e in errors],
+    }
+    return ApiError(422, "Invalid", message, details)
 
 
 def unprocessable(message: str) -> ApiError:

@@ -214,7 +214,6 @@ def terminate_namespace(store: Store, current: Stored) -> Stored:
     if not current.obj["metadata"].get("deletionTimestamp"):
         obj = current.copy()
         obj["metadata"]["deletionTimestamp"] = now_rfc3339()
-        obj["metadata"]["deletionGracePeriodSeconds"] = 0
         obj["status"] = {"phase": "Terminating"}
         current = store.commit(namespaces, "", name, obj, current)
     for key, bucket in list(store.buckets.items()):

@@ -109,21 +109,21 @@ def _validate_name(name: str, namespace_like: bool, path_segment: bool) -> Field
     if namespace_like:
         if len(name) > 63:
             return FieldError("too_long", "metadata.name", name, "may not be more than 63 bytes")
-        if not _LABEL.match(name):
+        if not _LABEL.fullmatch(name):
             return FieldError("invalid", "metadata.name", name, _LABEL_MSG)
         return None
     if len(name) > 253:
         return FieldError("too_long", "metadata.name", name, "may not be more than 253 bytes")
-    if not _SUBDOMAIN.match(name):
+    if not _SUBDOMAIN.fullmatch(name):
         return FieldError("invalid", "metadata.name", name, _SUBDOMAIN_MSG)
     return None
 
 
 def _validate_qualified_key(key: str, path: str) -> FieldError | None:
     prefix, slash, name = key.rpartition("/")
-    if slash and (not prefix or len(prefix) > 253 or not _SUBDOMAIN.match(prefix)):
+    if slash and (not prefix or len(prefix) > 253 or not _SUBDOMAIN.fullmatch(prefix)):
         return FieldError("invalid", path, key, "prefix part " + _SUBDOMAIN_MSG)
-    if not name or len(name) > 63 or not _QUALIFIED_NAME.match(name):
+    if not name or len(name) > 63 or not _QUALIFIED_NAME.fullmatch(name):
         return FieldError(
             "invalid",
             path,
@@ -165,7 +165,7 @@ def validate_metadata(
                 errors.append(problem)
             if not isinstance(item, str):
                 errors.append(FieldError("type", f"{path}.{key}", item, "must be a string"))
-            elif field == "labels" and (len(item) > 63 or not _LABEL_VALUE.match(item)):
+            elif field == "labels" and (len(item) > 63 or not _LABEL_VALUE.fullmatch(item)):
                 errors.append(FieldError("invalid", path, item, _LABEL_VALUE_MSG))
     finalizers = meta.get("finalizers")
     if finalizers is not None and (

@@ -450,6 +450,21 @@ class ApiServer:
                 options if isinstance(options, dict) else {},
                 dry_run=self._dry_run(request),
             )
+            if result.gone:
+                return json_response(
+                    {
+                        "kind": "Status",
+                        "apiVersion": "v1",
+                        "metadata": {},
+                        "status": "Success",
+                        "details": {
+                            "name": name,
+                            **({"group": rtype.group} if rtype.group else {}),
+                            "kind": rtype.plural,
+                            "uid": result.stored.obj["metadata"].get("uid", ""),
+                        },
+                    }
+                )
             return object_response(request, rtype, version, result.stored, 200)
         raise api_errors.method_not_allowed()
 

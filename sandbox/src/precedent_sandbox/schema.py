@@ -17,6 +17,8 @@ from collections.abc import Callable
 from datetime import date, datetime
 from typing import Any
 
+import re2  # type: ignore[import-untyped]
+
 from precedent_sandbox.errors import FieldError, GoLiteral
 
 __all__ = ["Schema", "join_path", "json_type"]
@@ -57,7 +59,7 @@ def _number(value: float) -> str:
 
 
 def _valid_date_time(text: str) -> bool:
-    if not _DATE_TIME.match(text):
+    if not _DATE_TIME.fullmatch(text):
         return False
     try:
         datetime.fromisoformat(text.replace("z", "Z").replace("t", "T"))
@@ -87,7 +89,7 @@ _FORMATS: dict[str, Callable[[str], bool]] = {
     "date-time": _valid_date_time,
     "datetime": _valid_date_time,
     "date": _valid_date,
-    "uuid": lambda s: bool(_UUID.match(s)),
+    "uuid": lambda s: bool(_UUID.fullmatch(s)),
     "byte": _valid_byte,
 }
 _INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
@@ -162,9 +164,9 @@ class Schema:
         self.exclusive_maximum = bool(raw.get("exclusiveMaximum", False))
         self.multiple_of: float | None = raw.get("multipleOf")
         self.unique_items = bool(raw.get("uniqueItems", False))
-        self.pattern: re.Pattern[str] | None = (
-            re.compile(raw["pattern"]) if "pattern" in raw else None
-        )
+        # kube-apiserver matches with Go's regexp (RE2): ``$`` is the end of the text (Python's
+        # also matches before a final newline) and ``\s``/``\d`` are ASCII only.
+        self.pattern: Any = re2.compile(raw["pattern"]) if "pattern" in raw else None
         self.format: str | None = raw.get("format")
         self.default: Any = raw.get("default")
         self.list_type: str | None = raw.get("x-kubernetes-list-type")

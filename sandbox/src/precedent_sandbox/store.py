@@ -52,6 +52,9 @@ class WriteResult:
     stored: Stored
     code: int = 200
     warnings: tuple[str, ...] = ()
+    gone: bool = False
+    """A DELETE removed the object at once (no finalizer held it): kube-apiserver then answers
+    a ``Status`` of ``Success``, not the object."""
 
 
 @dataclass(slots=True)
@@ -331,6 +334,17 @@ class Store:
         field_manager: str | None = None,
     ) -> WriteResult:
         """PATCH with a merge, JSON, strategic-merge or apply patch."""
+        if patch_type == "strategic" and rtype.is_custom:
+            # Custom resources have no patch strategies: kube-apiserver refuses the media type
+            # before it looks the object up.
+            raise api_errors.unsupported_media_type(
+                "application/strategic-merge-patch+json", custom=True
+            )
+        if patch_type == "apply" and not field_manager:
+            raise api_errors.invalid_options(
+                "PatchOptions.meta.k8s.io",
+                [FieldError("required", "fieldManager", detail="is required for apply patch")],
+            )
         bucket = self.bucket(rtype)
         current = bucket.objects.get(namespace, {}).get(name)
         if current is None:
@@ -349,11 +363,6 @@ class Store:
                 raise api_errors.bad_request("a strategic merge patch must be a JSON object")
             obj = apply_strategic_merge_patch(base, patch, keyed=not rtype.is_custom)
         elif patch_type == "apply":
-            if not field_manager:
-                raise api_errors.bad_request(
-                    'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is '
-                    "required for apply patch"
-                )
             obj = apply_merge_patch(base, _drop_nulls(patch))
         else:
             raise api_errors.unsupported_media_type(patch_type)
@@ -405,7 +414,7 @@ class Store:
                 return WriteResult(current, 202)
             deleting = lifecycle.mark_deleting(rtype, current)
             return WriteResult(self.commit(rtype, namespace, name, deleting, current), 202)
-        return WriteResult(self.remove(rtype, current))
+        return WriteResult(self.remove(rtype, current), gone=True)
 
     def delete_collection(
         self,

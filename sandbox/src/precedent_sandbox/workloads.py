@@ -1032,7 +1032,7 @@ def _int_or_percent(value: Any, path: str, errors: list[FieldError]) -> None:
         if value < 0:
             errors.append(FieldError("invalid", path, value, "must be greater than or equal to 0"))
         return
-    if not isinstance(value, str) or not _PERCENT.match(value):
+    if not isinstance(value, str) or not _PERCENT.fullmatch(value):
         errors.append(
             FieldError(
                 "invalid",
