@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import subprocess
 import sys
 import time
@@ -224,7 +223,8 @@ def test_the_operator_answers_survives_restarts_and_relists(
         }
         time.sleep(2)  # let the Events of the answers land
         events = events_by_object(cluster)
-        assert events and max(events.values()) == 1, events
+        assert events
+        assert max(events.values()) == 1, events
 
         # The operator stops; requests keep coming; a new operator answers them, and only them.
         operator.stop()

@@ -17,6 +17,7 @@ costs one kube-apiserver start, not an etcd too.
 from __future__ import annotations
 
 import base64
+import ctypes
 import json
 import os
 import shutil
@@ -75,6 +76,28 @@ def binaries_missing(bin_dir: Path) -> list[str]:
     return [name for name in BINARIES if not os.access(bin_dir / name, os.X_OK)]
 
 
+def _die_with_parent() -> None:
+    """In the child, before exec: Linux kills it when the process that started it dies, so a
+    killed test run or ``make cluster`` leaves no etcd or API server behind (SIGKILL: a
+    kube-apiserver whose etcd is gone does not finish a graceful shutdown)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the parent's stop() is the only clean-up
+        pass
+
+
+def _spawn(args: list[str], log: Path) -> subprocess.Popen[bytes]:
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            args,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent,  # only prctl: no lock is taken
+        )
+
+
 def free_port() -> int:
     """A TCP port free on loopback now."""
     with socket.socket() as probe:
@@ -117,25 +140,22 @@ class Etcd:
     def start(self, timeout: float = 60.0) -> Etcd:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.port, peer = free_port(), free_port()
-        with self.log.open("ab") as log:
-            self.process = subprocess.Popen(
-                [
-                    str(self.binary),
-                    "--name=precedent",
-                    f"--data-dir={self.workdir / 'data'}",
-                    f"--listen-client-urls={self.url}",
-                    f"--advertise-client-urls={self.url}",
-                    f"--listen-peer-urls=http://127.0.0.1:{peer}",
-                    f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
-                    f"--initial-cluster=precedent=http://127.0.0.1:{peer}",
-                    # As envtest: tests need no durability, and fsync dominates on slow disks.
-                    "--unsafe-no-fsync=true",
-                    "--log-level=warn",
-                ],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-            )
+        self.process = _spawn(
+            [
+                str(self.binary),
+                "--name=precedent",
+                f"--data-dir={self.workdir / 'data'}",
+                f"--listen-client-urls={self.url}",
+                f"--advertise-client-urls={self.url}",
+                f"--listen-peer-urls=http://127.0.0.1:{peer}",
+                f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
+                f"--initial-cluster=precedent=http://127.0.0.1:{peer}",
+                # As envtest: tests need no durability, and fsync dominates on slow disks.
+                "--unsafe-no-fsync=true",
+                "--log-level=warn",
+            ],
+            self.log,
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -357,10 +377,7 @@ class ControlPlane:
             "--anonymous-auth=false",
             *self.extra_args,
         ]
-        with log.open("ab") as out:
-            self.apiserver = subprocess.Popen(
-                args, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
-            )
+        self.apiserver = _spawn(args, log)
         self.wait_ready(timeout)
 
     def wait_ready(self, timeout: float = 120.0) -> None:
@@ -398,23 +415,20 @@ class ControlPlane:
         pki = self.workdir / "pki"
         log = self.workdir / "kube-controller-manager.log"
         port = free_port()
-        with log.open("ab") as out:
-            self.controller_manager = subprocess.Popen(
-                [
-                    str(self.bin_dir / "kube-controller-manager"),
-                    f"--kubeconfig={self.workdir / 'admin.kubeconfig'}",
-                    "--controllers=garbage-collector-controller,namespace-controller,"
-                    "serviceaccount-controller",
-                    f"--service-account-private-key-file={pki / 'sa.key'}",
-                    "--leader-elect=false",
-                    "--bind-address=127.0.0.1",
-                    f"--secure-port={port}",
-                    f"--cert-dir={pki / 'kcm'}",
-                ],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-            )
+        self.controller_manager = _spawn(
+            [
+                str(self.bin_dir / "kube-controller-manager"),
+                f"--kubeconfig={self.workdir / 'admin.kubeconfig'}",
+                "--controllers=garbage-collector-controller,namespace-controller,"
+                "serviceaccount-controller",
+                f"--service-account-private-key-file={pki / 'sa.key'}",
+                "--leader-elect=false",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={port}",
+                f"--cert-dir={pki / 'kcm'}",
+            ],
+            log,
+        )
         insecure = ssl.create_default_context()
         insecure.check_hostname = False
         insecure.verify_mode = ssl.CERT_NONE  # its own self-signed serving certificate
