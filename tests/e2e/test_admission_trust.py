@@ -141,6 +141,29 @@ def test_the_api_server_records_the_requester_for_people_and_gitops(
     assert ssa.returncode == 0, ssa.stderr
     assert requesters(admin) == dict.fromkeys(names, GITOPS)
 
+    # A re-sync of a repository that dropped an optional field of an applied request: a request
+    # is immutable, so the change is refused naming the field (client-side apply sends the
+    # removal; on a real server, so does server-side apply, which the sandbox merges instead:
+    # docs/sandbox.md), and the recorded request stands.
+    dropped = [
+        d
+        | {"spec": {k: v for k, v in d["spec"].items() if k != "description"}}
+        for d in yaml.safe_load_all(EXAMPLES[0].read_text())
+        if d and d.get("kind") == "RemediationRequest"
+    ][:1]
+    changed = write(tmp_path / "dropped.yaml", dropped[0])
+    name = dropped[0]["metadata"]["name"]
+    before = admin("get", "rr", name, "-o", "jsonpath={.spec.description}").stdout
+    assert before
+    resync = gitops("apply", "-f", changed, check=False)
+    assert resync.returncode != 0
+    assert "spec.description cannot be added, changed or removed" in resync.stderr
+    server_side = gitops("apply", "--server-side", "--force-conflicts", "-f", changed, check=False)
+    if cluster.backend == "real":
+        assert server_side.returncode != 0
+        assert "spec.description cannot be added, changed or removed" in server_side.stderr
+    assert admin("get", "rr", name, "-o", "jsonpath={.spec.description}").stdout == before
+
     # The controller can never approve what it requested.
     target = names[0]
     own = gitops("create", "-f", approval_file(tmp_path / "own.yaml", target, GITOPS), check=False)

@@ -137,7 +137,7 @@ def _real(
             install_crds(client, REPO / "crds")
             apply(client, [REPO / "data" / "incidents", REPO / "data" / "playbooks"])
             monkeypatch.setenv("KUBECONFIG", str(operator))
-            yield Cluster(server, client, operator), admin
+            yield Cluster(server, client, operator, backend="real"), admin
     finally:
         server.stop()
 

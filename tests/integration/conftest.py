@@ -13,6 +13,7 @@ from kopf.testing import KopfRunner
 
 from precedent.demo import apply, object_path
 from precedent_sandbox import SandboxThread
+from tests.backends import ApiServer
 from tests.helpers import eventually
 
 REPO = Path(__file__).resolve().parents[2]
@@ -34,12 +35,17 @@ def is_true(obj: dict[str, Any], kind: str) -> bool:
 
 
 class Cluster:
-    """A sandbox with the CRDs, an HTTP client, and a way to run the operator."""
+    """An API server (the sandbox, or a real one) with the CRDs, an HTTP client, and a way to
+    run the operator."""
 
-    def __init__(self, sandbox: SandboxThread, client: httpx.Client, kubeconfig: Path) -> None:
+    def __init__(
+        self, sandbox: ApiServer, client: httpx.Client, kubeconfig: Path, backend: str = "sandbox"
+    ) -> None:
         self.sandbox = sandbox
         self.client = client
         self.kubeconfig = kubeconfig
+        self.backend = backend
+        """``sandbox`` or ``real`` (a kube-apiserver): a few answers differ (docs/sandbox.md)."""
 
     def create(self, body: dict[str, Any]) -> httpx.Response:
         """POST an object; returns the response (callers check the status)."""
