@@ -15,22 +15,26 @@ before returning.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import secrets
 import shlex
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import click
 import httpx
+import yaml
 
 from precedent.adapters.loader import iter_documents
 from precedent.output import format_table
@@ -190,6 +194,16 @@ def table_rows(table: dict[str, Any], *, namespace_column: bool = False) -> str:
     help="Seconds to wait for every request to settle.",
 )
 @click.option(
+    "--kubeconfig",
+    default=None,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help=(
+        "Run against this cluster (its current context, a cluster administrator) instead of "
+        "the sandbox: e.g. `make cluster`'s real control plane, kind or a test cluster. The "
+        "CRDs are created if missing; what the demo creates stays."
+    ),
+)
+@click.option(
     "--keep",
     is_flag=True,
     help=(
@@ -198,9 +212,15 @@ def table_rows(table: dict[str, Any], *, namespace_column: bool = False) -> str:
     ),
 )
 def demo_command(
-    data_dir: Path, crds_dir: Path | None, show: str, timeout: float, keep: bool
+    data_dir: Path,
+    crds_dir: Path | None,
+    show: str,
+    timeout: float,
+    kubeconfig: Path | None,
+    keep: bool,
 ) -> None:
-    """Run the sandbox, the real operator and the bundled data; print the answers."""
+    """Run the sandbox (or use a cluster), the real operator and the bundled data; print the
+    answers."""
     found = find_crds_dir(crds_dir)
     if found is None:
         raise click.ClickException(f"no CRD directory: pass --crds DIR or set ${CRDS_ENV}")
@@ -209,11 +229,12 @@ def demo_command(
     signal.signal(signal.SIGTERM, _interrupt)
     with (
         tempfile.TemporaryDirectory(prefix="precedent-demo-") as tmp,
-        SandboxProcess(found, Path(tmp)) as sandbox,
+        _api_server(found, Path(tmp), kubeconfig) as sandbox,
     ):
         shell = Kubectl(sandbox.kubeconfig)
-        click.echo(f"sandbox API server: {sandbox.url}")
-        with httpx.Client(base_url=sandbox.url, timeout=30) as client:
+        with sandbox.client() as client:
+            if kubeconfig is not None:
+                install_crds(client, found, timeout)
             history = apply(client, [data_dir / "incidents", data_dir / "playbooks"])
             click.echo(f"applied {len(history)} incidents and playbooks")
             if (data_dir / SHOP_DIR).is_dir():
@@ -240,10 +261,127 @@ def demo_command(
                 _approve_escalated(client, shell, requests, timeout)
                 _report_outcome(client, shell, requests, timeout)
                 if keep:
-                    _keep_running(sandbox.kubeconfig, show)
+                    _keep_running(Path(sandbox.kubeconfig), show)
             finally:
                 _stop(operator)
-    click.echo("\nstopped the operator and the sandbox")
+    click.echo(
+        "\nstopped the operator and the sandbox"
+        if kubeconfig is None
+        else "\nstopped the operator; what the demo created stays in the cluster"
+    )
+
+
+class ClusterServer:
+    """A cluster from a kubeconfig: its current context's server, CA and credentials (a
+    token, or a client certificate and key; exec plugins are not read)."""
+
+    def __init__(self, kubeconfig: Path) -> None:
+        self.kubeconfig = kubeconfig
+        try:
+            config = yaml.safe_load(kubeconfig.read_text(encoding="utf-8")) or {}
+            current = config["current-context"]
+            context = _named(config, "contexts", current)["context"]
+            cluster = _named(config, "clusters", context["cluster"])["cluster"]
+            user = _named(config, "users", context["user"])["user"] or {}
+        except (OSError, yaml.YAMLError, KeyError, TypeError) as error:
+            raise click.ClickException(
+                f"{kubeconfig}: not a kubeconfig with a current context ({error})"
+            ) from None
+        self.url = str(cluster["server"])
+        self._files = tempfile.TemporaryDirectory(prefix="precedent-demo-tls-")
+        files = Path(self._files.name)
+        self.verify: bool | str = not cluster.get("insecure-skip-tls-verify", False)
+        ca = _material(cluster, "certificate-authority", files / "ca.crt")
+        if ca is not None and self.verify:
+            self.verify = str(ca)
+        cert = _material(user, "client-certificate", files / "client.crt")
+        key = _material(user, "client-key", files / "client.key")
+        self.cert = (str(cert), str(key)) if cert is not None and key is not None else None
+        self.headers = {"Authorization": f"Bearer {user['token']}"} if user.get("token") else {}
+        if "exec" in user or "auth-provider" in user:
+            raise click.ClickException(
+                f"{kubeconfig}: the user of context {current!r} gets its credentials from a "
+                "plugin, which the demo does not run; use a token or a client certificate"
+            )
+
+    def client(self) -> httpx.Client:
+        context = (
+            ssl.create_default_context(cafile=self.verify)
+            if isinstance(self.verify, str)
+            else self.verify
+        )
+        if self.cert is not None and isinstance(context, ssl.SSLContext):
+            context.load_cert_chain(*self.cert)
+        return httpx.Client(base_url=self.url, timeout=30, verify=context, headers=self.headers)
+
+    def __enter__(self) -> ClusterServer:
+        click.echo(f"cluster API server (from {self.kubeconfig}): {self.url}")
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._files.cleanup()
+
+
+def _named(config: dict[str, Any], section: str, name: str) -> dict[str, Any]:
+    for entry in config.get(section) or []:
+        if entry.get("name") == name:
+            return dict(entry)
+    raise KeyError(f"{section} has no entry {name!r}")
+
+
+def _material(entry: dict[str, Any], key: str, path: Path) -> Path | None:
+    """A PEM given inline (``KEY-data``, base64) or as a file (``KEY``)."""
+    if entry.get(f"{key}-data"):
+        path.write_bytes(base64.b64decode(entry[f"{key}-data"]))
+        return path
+    return Path(entry[key]) if entry.get(key) else None
+
+
+@contextmanager
+def _api_server(crds: Path, tmp: Path, kubeconfig: Path | None) -> Iterator[Any]:
+    """The sandbox as a child process, or the cluster of ``kubeconfig``."""
+    if kubeconfig is not None:
+        with ClusterServer(kubeconfig) as server:
+            yield server
+        return
+    with SandboxProcess(crds, tmp) as sandbox:
+        click.echo(f"sandbox API server: {sandbox.url}")
+        yield _Sandbox(sandbox)
+
+
+class _Sandbox:
+    def __init__(self, process: SandboxProcess) -> None:
+        self.process = process
+        self.kubeconfig = process.kubeconfig
+        self.url = process.url
+
+    def client(self) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=30)
+
+
+def install_crds(client: httpx.Client, directory: Path, timeout: float) -> None:
+    """Create the CRDs of ``directory`` that the cluster lacks and wait until each is served
+    (a real API server serves a new kind a moment after it reports Established)."""
+    served: list[str] = []
+    for path in sorted(directory.glob("*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")):
+            if not doc or doc.get("kind") != "CustomResourceDefinition":
+                continue
+            spec = doc["spec"]
+            version = next(v["name"] for v in spec["versions"] if v.get("served", True))
+            served.append(f"/apis/{spec['group']}/{version}/{spec['names']['plural']}")
+            answer = client.post(
+                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=doc
+            )
+            if answer.status_code not in (201, 409):
+                message = answer.json().get("message", answer.text)
+                raise click.ClickException(f"{path}: {message}")
+    deadline = time.monotonic() + timeout
+    for resource in served:
+        while client.get(resource).status_code != 200:
+            if time.monotonic() > deadline:
+                raise click.ClickException(f"{resource} not served within {timeout:.0f} s")
+            time.sleep(0.2)
 
 
 class Kubectl:

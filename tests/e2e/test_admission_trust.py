@@ -146,8 +146,7 @@ def test_the_api_server_records_the_requester_for_people_and_gitops(
     # removal; on a real server, so does server-side apply, which the sandbox merges instead:
     # docs/sandbox.md), and the recorded request stands.
     dropped = [
-        d
-        | {"spec": {k: v for k, v in d["spec"].items() if k != "description"}}
+        d | {"spec": {k: v for k, v in d["spec"].items() if k != "description"}}
         for d in yaml.safe_load_all(EXAMPLES[0].read_text())
         if d and d.get("kind") == "RemediationRequest"
     ][:1]

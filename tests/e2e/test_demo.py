@@ -16,6 +16,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.backends import fresh_control_plane
+
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.skipif(shutil.which("kubectl") is None, reason="needs kubectl on PATH"),
@@ -179,3 +181,38 @@ def test_sigterm_stops_the_demo_with_its_sandbox_and_operator() -> None:
     # No process of the demo's group is left (the operator and the sandbox were its children).
     with pytest.raises(ProcessLookupError):
         os.killpg(demo.pid, 0)
+
+
+def test_the_demo_runs_against_a_real_cluster_from_its_kubeconfig(
+    real_etcd: object, tmp_path: Path
+) -> None:
+    """``precedent demo --kubeconfig`` on a real kube-apiserver with nothing installed: the CRDs
+    are created, every request is answered, and the objects stay."""
+    server = fresh_control_plane(real_etcd, {}, tmp_path / "control-plane")  # type: ignore[arg-type]
+    try:
+        kubeconfig = server.write_kubeconfig(tmp_path / "admin")
+        done = subprocess.run(
+            [str(BIN / "precedent"), "demo", "--kubeconfig", str(kubeconfig)],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={
+                **os.environ,
+                "PATH": f"{BIN}{os.pathsep}{server.kubectl.parent}{os.pathsep}"
+                f"{os.environ.get('PATH', '')}",
+            },
+            check=False,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "18/18 Ready" in done.stdout
+        assert done.stdout.rstrip().endswith("what the demo created stays in the cluster")
+        with httpx.Client(
+            base_url=server.url,
+            verify=server.ssl_context(),
+            headers={"Authorization": f"Bearer {server.admin_token}"},
+        ) as admin:
+            listed = admin.get("/apis/precedent.dev/v1alpha1/remediationrequests").json()
+        assert len(listed["items"]) == 18
+    finally:
+        server.stop()
