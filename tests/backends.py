@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -24,6 +25,7 @@ import httpx
 import pytest
 import yaml
 
+from precedent.demo import ClusterServer
 from precedent_sandbox.control_plane import (
     ADMIN,
     ControlPlane,
@@ -95,8 +97,14 @@ def real_server_unavailable() -> str | None:
 
 
 class External:
-    """A cluster given by ``PRECEDENT_TEST_KUBECONFIG``: its admin context, and the suites'
-    users impersonated through it (``as``/``as-groups`` in the kubeconfig)."""
+    """A cluster given by ``PRECEDENT_TEST_KUBECONFIG`` (a throwaway one: the suites delete
+    every Precedent object in it). Its current context must be a cluster administrator.
+
+    People are impersonated through the admin's credentials (``as``/``as-groups`` in the
+    kubeconfigs written, ``Impersonate-*`` headers in HTTP clients); a ServiceAccount (the
+    operator, a GitOps controller) gets a real token from the TokenRequest API."""
+
+    backend = "real"
 
     def __init__(self, kubeconfig: Path, users: Mapping[str, User]) -> None:
         self.source = yaml.safe_load(kubeconfig.read_text())
@@ -107,19 +115,58 @@ class External:
             "cluster"
         ]
         self.user = next(u for u in self.source["users"] if u["name"] == context["user"])["user"]
+        self.server = ClusterServer(kubeconfig)
         self.kubectl_path = shutil.which("kubectl") or "kubectl"
 
     @property
     def url(self) -> str:
         return str(self.cluster["server"])
 
+    def _user(self, user: str | None, token: str | None) -> User | None:
+        if token is not None:
+            return self.tokens.get(token)
+        return next((u for u in self.tokens.values() if u.name == user), None)
+
+    def client(self, token: str | None = None) -> httpx.Client:
+        """An HTTP client as the admin, or as the user of ``token`` (impersonated)."""
+        client = self.server.client()
+        found = self._user(None, token) if token is not None else None
+        if found is not None and found.name != ADMIN and "system:masters" not in found.groups:
+            client.headers = httpx.Headers(
+                [
+                    *client.headers.multi_items(),
+                    ("Impersonate-User", found.name),
+                    *(("Impersonate-Group", g) for g in found.groups),
+                ]
+            )
+        return client
+
+    def _service_account_token(self, name: str) -> str:
+        _, _, namespace, account = name.split(":", 3)
+        with self.client() as admin:
+            admin.post("/api/v1/namespaces", json={"metadata": {"name": namespace}})
+            admin.post(
+                f"/api/v1/namespaces/{namespace}/serviceaccounts",
+                json={"metadata": {"name": account}},
+            )
+            answer = admin.post(
+                f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token",
+                json={
+                    "apiVersion": "authentication.k8s.io/v1",
+                    "kind": "TokenRequest",
+                    "spec": {"expirationSeconds": 7200},
+                },
+            )
+        answer.raise_for_status()
+        return str(answer.json()["status"]["token"])
+
     def _identity(self, user: str | None, token: str | None) -> dict[str, Any]:
-        if token is not None and token in self.tokens:
-            user = self.tokens[token].name
-        if user is None or user == ADMIN:
+        found = self._user(user, token)
+        if found is None or found.name == ADMIN or "system:masters" in found.groups:
             return dict(self.user)
-        groups = next((u.groups for u in self.tokens.values() if u.name == user), ())
-        return {**self.user, "as": user, "as-groups": [*groups, "system:authenticated"]}
+        if found.name.startswith("system:serviceaccount:"):
+            return {"token": self._service_account_token(found.name)}
+        return {**self.user, "as": found.name, "as-groups": list(found.groups)}
 
     def kubeconfig(
         self, *, namespace: str = "default", user: str | None = None, token: str | None = None
@@ -149,6 +196,48 @@ class External:
         config = self.kubeconfig(namespace=namespace, user=user, token=token)
         target.write_text(yaml.safe_dump(config, sort_keys=False))
         return target
+
+    def reset(self) -> None:
+        """Delete what a suite may have left: every Precedent object, the admission policies
+        and bindings labelled ``app.kubernetes.io/name=precedent``, and the ClusterRoleBindings
+        to Precedent's roles; wait until they are gone."""
+        with self.client() as admin:
+            group = "/apis/precedent.dev/v1alpha1"
+            if admin.get(group).status_code == 200:
+                for plural in ("remediationrequests", "remediationapprovals"):
+                    for item in admin.get(f"{group}/{plural}").json()["items"]:
+                        meta = item["metadata"]
+                        admin.delete(
+                            f"{group}/namespaces/{meta['namespace']}/{plural}/{meta['name']}"
+                        )
+                for plural in ("incidents", "playbooks"):
+                    admin.delete(f"{group}/{plural}")
+            registration = "/apis/admissionregistration.k8s.io/v1"
+            for plural in (
+                "validatingadmissionpolicies",
+                "validatingadmissionpolicybindings",
+                "mutatingadmissionpolicies",
+                "mutatingadmissionpolicybindings",
+            ):
+                admin.delete(
+                    f"{registration}/{plural}",
+                    params={"labelSelector": "app.kubernetes.io/name=precedent"},
+                )
+                for item in admin.get(f"{registration}/{plural}").json().get("items", []):
+                    if item["metadata"]["name"].startswith("precedent-"):
+                        admin.delete(f"{registration}/{plural}/{item['metadata']['name']}")
+            bindings = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"
+            for item in admin.get(bindings).json()["items"]:
+                if item["roleRef"]["name"].startswith("precedent"):
+                    admin.delete(f"{bindings}/{item['metadata']['name']}")
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                left = admin.get(f"{group}/remediationrequests")
+                if left.status_code != 200 or not left.json()["items"]:
+                    break
+                time.sleep(0.5)
+        # The policies just deleted act for a moment longer (informers).
+        time.sleep(3)
 
 
 def admin_client(server: ControlPlane) -> httpx.Client:
@@ -202,6 +291,8 @@ def real_etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Etcd]:
     reason = real_server_unavailable()
     if reason is not None:
         pytest.skip(reason)
+    if os.environ.get(EXTERNAL):
+        pytest.skip(f"starts its own kube-apiserver: not with {EXTERNAL}")
     found = control_plane_bin()
     assert found is not None
     etcd = Etcd(found, tmp_path_factory.mktemp("etcd"))
@@ -257,3 +348,31 @@ def admission_in_force(client: httpx.Client, timeout: float = 30.0) -> None:
         last = f"{answer.status_code} {answer.text[:200]}"
         time.sleep(0.2)
     raise AssertionError(f"the admission policies are not in force after {timeout:.0f} s: {last}")
+
+
+@contextmanager
+def real_server(
+    users: Mapping[str, User], workdir: Path, request: pytest.FixtureRequest
+) -> Iterator[tuple[Any, httpx.Client]]:
+    """A real API server for one test and an admin client: a fresh kube-apiserver (with
+    kube-controller-manager) over the session's etcd, or the cluster of
+    ``PRECEDENT_TEST_KUBECONFIG`` emptied of Precedent's objects. Skips, saying why, where
+    neither can be had."""
+    reason = real_server_unavailable()
+    if reason is not None:
+        pytest.skip(reason)
+    external = os.environ.get(EXTERNAL)
+    if external:
+        cluster = External(Path(external), users)
+        cluster.reset()
+        with cluster.client() as client:
+            yield cluster, client
+        return
+    server = fresh_control_plane(
+        request.getfixturevalue("real_etcd"), users, workdir, controller_manager=True
+    )
+    try:
+        with admin_client(server) as client:
+            yield server, client
+    finally:
+        server.stop()

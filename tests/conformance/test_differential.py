@@ -25,7 +25,7 @@ import yaml
 
 from precedent_sandbox import SandboxThread
 from precedent_sandbox.control_plane import User
-from tests.backends import admission_in_force, fresh_control_plane, install_crds
+from tests.backends import External, admission_in_force, install_crds, real_server
 from tests.e2e.test_approvals_rbac import PATHS, USERS, _documents
 
 pytestmark = pytest.mark.e2e
@@ -73,8 +73,12 @@ KNOWN: dict[str, str] = {
 class Server:
     name: str
     url: str
+    real: Any
+    """The real server (a ControlPlane, or an External cluster whose users are impersonated)."""
 
     def client(self, token: str = "admin-token") -> httpx.Client:
+        if isinstance(self.real, External):
+            return self.real.client(token)
         return httpx.Client(
             base_url=self.url,
             verify=False,
@@ -143,23 +147,22 @@ def prepare(server: Server) -> None:
 
 
 @pytest.fixture(scope="module")
-def servers(real_etcd: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Server]]:
+def servers(
+    tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
+) -> Iterator[list[Server]]:
     home = tmp_path_factory.mktemp("differential")
     tokens = home / "tokens.csv"
     tokens.write_text("".join(f'{t},{u},{u},"{g}"\n' for t, (u, g) in USERS.items()))
     users = {t: User(u, tuple(x for x in g.split(",") if x)) for t, (u, g) in USERS.items()}
-    sandbox = SandboxThread(REPO / "crds", token_auth_file=tokens).start()
-    real = None
-    try:
-        real = fresh_control_plane(real_etcd, users, home / "real", controller_manager=True)
-        found = [Server("sandbox", sandbox.url), Server("real", real.url)]
-        for server in found:
-            prepare(server)
-        yield found
-    finally:
-        sandbox.stop()
-        if real is not None:
-            real.stop()
+    with real_server(users, home / "real", request) as (real, _):
+        sandbox = SandboxThread(REPO / "crds", token_auth_file=tokens).start()
+        try:
+            found = [Server("sandbox", sandbox.url, None), Server("real", real.url, real)]
+            for server in found:
+                prepare(server)
+            yield found
+        finally:
+            sandbox.stop()
 
 
 # --- what is compared ---------------------------------------------------------------------

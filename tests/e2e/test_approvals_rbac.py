@@ -19,10 +19,10 @@ from precedent.demo import apply
 from precedent_sandbox import SandboxThread
 from precedent_sandbox.control_plane import User
 from tests.backends import (
+    External,
     admission_in_force,
-    fresh_control_plane,
     install_crds,
-    real_server_unavailable,
+    real_server,
     use_kubectl_of,
 )
 from tests.integration.conftest import Cluster
@@ -110,39 +110,25 @@ def secured(
 def _real(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
 ) -> Iterator[tuple[Cluster, Path]]:
-    """A fresh kube-apiserver (and controller manager) over the session's etcd."""
-    reason = real_server_unavailable()
-    if reason is not None:
-        pytest.skip(reason)
+    """A real API server (tests/backends.py) with the same users."""
     users = {
         token: User(name, tuple(g for g in groups.split(",") if g))
         for token, (name, groups) in USERS.items()
     }
-    server = fresh_control_plane(
-        request.getfixturevalue("real_etcd"),
-        users,
-        tmp_path / "control-plane",
-        controller_manager=True,
-    )
-    try:
+    with real_server(users, tmp_path / "control-plane", request) as (server, client):
         use_kubectl_of(server, monkeypatch)
         admin = server.write_kubeconfig(tmp_path / "admin", user="admin")
         operator = server.write_kubeconfig(tmp_path / "operator", user=OPERATOR)
-        with httpx.Client(
-            base_url=server.url,
-            verify=False,
-            timeout=30,
-            headers={"Authorization": "Bearer admin-token"},
-        ) as client:
-            install_crds(client, REPO / "crds")
-            apply(client, [REPO / "data" / "incidents", REPO / "data" / "playbooks"])
-            monkeypatch.setenv("KUBECONFIG", str(operator))
-            yield Cluster(server, client, operator, backend="real"), admin
-    finally:
-        server.stop()
+        install_crds(client, REPO / "crds")
+        apply(client, [REPO / "data" / "incidents", REPO / "data" / "playbooks"])
+        monkeypatch.setenv("KUBECONFIG", str(operator))
+        yield Cluster(server, client, operator, backend="real"), admin
 
 
 def _as(cluster: Cluster, token: str) -> httpx.Client:
+    """An HTTP client as the user of ``token`` (impersonated on a given cluster)."""
+    if isinstance(cluster.sandbox, External):
+        return cluster.sandbox.client(token)
     return httpx.Client(
         base_url=str(cluster.client.base_url),
         verify=False,
