@@ -12,9 +12,12 @@ backends(), indirect=True)``) or only the real one with :data:`REAL`.
 
 from __future__ import annotations
 
+import base64
 import os
 import shutil
+import ssl
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -100,9 +103,10 @@ class External:
     """A cluster given by ``PRECEDENT_TEST_KUBECONFIG`` (a throwaway one: the suites delete
     every Precedent object in it). Its current context must be a cluster administrator.
 
-    People are impersonated through the admin's credentials (``as``/``as-groups`` in the
-    kubeconfigs written, ``Impersonate-*`` headers in HTTP clients); a ServiceAccount (the
-    operator, a GitOps controller) gets a real token from the TokenRequest API."""
+    Each person gets a real client certificate through the CertificateSigningRequest API
+    (signer ``kubernetes.io/kube-apiserver-client``, CN the name, O the groups; approved by
+    the admin), and a ServiceAccount (the operator, a GitOps controller) a real token from the
+    TokenRequest API: kubectl, the plugin and kopf then authenticate as they would anywhere."""
 
     backend = "real"
 
@@ -117,6 +121,8 @@ class External:
         self.user = next(u for u in self.source["users"] if u["name"] == context["user"])["user"]
         self.server = ClusterServer(kubeconfig)
         self.kubectl_path = shutil.which("kubectl") or "kubectl"
+        self._credentials: dict[str, dict[str, str]] = {}
+        self._files = tempfile.TemporaryDirectory(prefix="precedent-test-users-")
 
     @property
     def url(self) -> str:
@@ -128,18 +134,90 @@ class External:
         return next((u for u in self.tokens.values() if u.name == user), None)
 
     def client(self, token: str | None = None) -> httpx.Client:
-        """An HTTP client as the admin, or as the user of ``token`` (impersonated)."""
-        client = self.server.client()
+        """An HTTP client as the admin, or as the user of ``token``."""
         found = self._user(None, token) if token is not None else None
-        if found is not None and found.name != ADMIN and "system:masters" not in found.groups:
-            client.headers = httpx.Headers(
-                [
-                    *client.headers.multi_items(),
-                    ("Impersonate-User", found.name),
-                    *(("Impersonate-Group", g) for g in found.groups),
-                ]
+        if found is None or found.name == ADMIN or "system:masters" in found.groups:
+            return self.server.client()
+        identity = self._identity(found.name, None)
+        if "token" in identity:
+            return httpx.Client(
+                base_url=self.url,
+                verify=self._context(),
+                timeout=30,
+                headers={"Authorization": f"Bearer {identity['token']}"},
             )
-        return client
+        directory = Path(self._files.name) / found.name.replace(":", "_")
+        directory.mkdir(exist_ok=True)
+        (directory / "tls.crt").write_bytes(base64.b64decode(identity["client-certificate-data"]))
+        (directory / "tls.key").write_bytes(base64.b64decode(identity["client-key-data"]))
+        context = self._context()
+        context.load_cert_chain(str(directory / "tls.crt"), str(directory / "tls.key"))
+        return httpx.Client(base_url=self.url, verify=context, timeout=30)
+
+    def _context(self) -> ssl.SSLContext:
+        verify = self.server.verify
+        if isinstance(verify, str):
+            return ssl.create_default_context(cafile=verify)
+        context = ssl.create_default_context()
+        if not verify:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        return context
+
+    def _certificate(self, user: User) -> dict[str, str]:
+        """A client certificate for ``user`` from the cluster's kube-apiserver-client signer."""
+        key = subprocess.run(["openssl", "genrsa", "2048"], capture_output=True, check=True).stdout
+        subject = "/CN=" + user.name + "".join(f"/O={g}" for g in user.groups)
+        request = subprocess.run(
+            ["openssl", "req", "-new", "-key", "/dev/stdin", "-subj", subject],
+            input=key,
+            capture_output=True,
+            check=True,
+        ).stdout
+        name = f"precedent-test-{user.name}-{int(time.time() * 1000)}"
+        base = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
+        with self.server.client() as admin:
+            created = admin.post(
+                base,
+                json={
+                    "apiVersion": "certificates.k8s.io/v1",
+                    "kind": "CertificateSigningRequest",
+                    "metadata": {"name": name},
+                    "spec": {
+                        "request": base64.b64encode(request).decode(),
+                        "signerName": "kubernetes.io/kube-apiserver-client",
+                        "usages": ["client auth"],
+                        "expirationSeconds": 7200,
+                    },
+                },
+            )
+            created.raise_for_status()
+            body = created.json()
+            body["status"] = {
+                "conditions": [
+                    {
+                        "type": "Approved",
+                        "status": "True",
+                        "reason": "PrecedentTests",
+                        "message": "a test user of Precedent's suites",
+                    }
+                ]
+            }
+            admin.put(f"{base}/{name}/approval", json=body).raise_for_status()
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                issued = (admin.get(f"{base}/{name}").json().get("status") or {}).get("certificate")
+                if issued:
+                    admin.delete(f"{base}/{name}")
+                    return {
+                        "client-certificate-data": issued,
+                        "client-key-data": base64.b64encode(key).decode(),
+                    }
+                time.sleep(0.2)
+        raise AssertionError(
+            f"the cluster signed no certificate for {user.name} within 60 s: does its "
+            "controller manager sign kubernetes.io/kube-apiserver-client requests?"
+        )
 
     def _service_account_token(self, name: str) -> str:
         _, _, namespace, account = name.split(":", 3)
@@ -164,9 +242,13 @@ class External:
         found = self._user(user, token)
         if found is None or found.name == ADMIN or "system:masters" in found.groups:
             return dict(self.user)
-        if found.name.startswith("system:serviceaccount:"):
-            return {"token": self._service_account_token(found.name)}
-        return {**self.user, "as": found.name, "as-groups": list(found.groups)}
+        if found.name not in self._credentials:
+            self._credentials[found.name] = (
+                {"token": self._service_account_token(found.name)}
+                if found.name.startswith("system:serviceaccount:")
+                else self._certificate(found)
+            )
+        return dict(self._credentials[found.name])
 
     def kubeconfig(
         self, *, namespace: str = "default", user: str | None = None, token: str | None = None
@@ -197,15 +279,31 @@ class External:
         target.write_text(yaml.safe_dump(config, sort_keys=False))
         return target
 
+    def close(self) -> None:
+        """Remove the certificate files written for the HTTP clients."""
+        self.server.__exit__(None, None, None)
+        self._files.cleanup()
+
     def reset(self) -> None:
         """Delete what a suite may have left: every Precedent object, the admission policies
         and bindings labelled ``app.kubernetes.io/name=precedent``, and the ClusterRoleBindings
         to Precedent's roles; wait until they are gone."""
         with self.client() as admin:
+
+            def items(path: str) -> list[dict[str, Any]]:
+                # A kind whose watch cache is still filling answers 429 for a moment.
+                deadline = time.monotonic() + 60
+                while True:
+                    answer = admin.get(path)
+                    if answer.status_code == 200 or time.monotonic() > deadline:
+                        answer.raise_for_status()
+                        return list(answer.json().get("items") or [])
+                    time.sleep(0.5)
+
             group = "/apis/precedent.dev/v1alpha1"
             if admin.get(group).status_code == 200:
                 for plural in ("remediationrequests", "remediationapprovals"):
-                    for item in admin.get(f"{group}/{plural}").json()["items"]:
+                    for item in items(f"{group}/{plural}"):
                         meta = item["metadata"]
                         admin.delete(
                             f"{group}/namespaces/{meta['namespace']}/{plural}/{meta['name']}"
@@ -223,11 +321,11 @@ class External:
                     f"{registration}/{plural}",
                     params={"labelSelector": "app.kubernetes.io/name=precedent"},
                 )
-                for item in admin.get(f"{registration}/{plural}").json().get("items", []):
+                for item in items(f"{registration}/{plural}"):
                     if item["metadata"]["name"].startswith("precedent-"):
                         admin.delete(f"{registration}/{plural}/{item['metadata']['name']}")
             bindings = "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"
-            for item in admin.get(bindings).json()["items"]:
+            for item in items(bindings):
                 if item["roleRef"]["name"].startswith("precedent"):
                     admin.delete(f"{bindings}/{item['metadata']['name']}")
             deadline = time.monotonic() + 60
@@ -364,9 +462,12 @@ def real_server(
     external = os.environ.get(EXTERNAL)
     if external:
         cluster = External(Path(external), users)
-        cluster.reset()
-        with cluster.client() as client:
-            yield cluster, client
+        try:
+            cluster.reset()
+            with cluster.client() as client:
+                yield cluster, client
+        finally:
+            cluster.close()
         return
     server = fresh_control_plane(
         request.getfixturevalue("real_etcd"), users, workdir, controller_manager=True

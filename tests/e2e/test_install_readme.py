@@ -69,7 +69,11 @@ def empty_server(
         pytest.skip(reason)
     external = os.environ.get("PRECEDENT_TEST_KUBECONFIG")
     if external:
-        yield External(Path(external), {}).write_kubeconfig(home / "kubeconfig"), "kubectl"
+        cluster = External(Path(external), {})
+        try:
+            yield cluster.write_kubeconfig(home / "kubeconfig"), "kubectl"
+        finally:
+            cluster.close()
         return
     etcd = request.getfixturevalue("real_etcd")
     server = fresh_control_plane(etcd, {}, home / "control-plane")

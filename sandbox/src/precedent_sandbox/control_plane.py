@@ -311,6 +311,37 @@ class ControlPlane:
             files = generate_self_signed(pki, "127.0.0.1")
             shutil.move(files.cert, self.ca_file)
             shutil.move(files.key, pki / "apiserver.key")
+        if not (pki / "client-ca.crt").exists():
+            # The CA of client certificates (--client-ca-file), which the controller manager
+            # also signs approved CertificateSigningRequests with: a user can be given a real
+            # certificate identity (CN the name, O the groups) through the API, as on any cluster.
+            openssl = shutil.which("openssl")
+            if openssl is None:
+                raise ControlPlaneError("the openssl command is needed to make the client CA")
+            subprocess.run(
+                [
+                    openssl,
+                    "req",
+                    "-x509",
+                    "-newkey",
+                    "rsa:2048",
+                    "-nodes",
+                    "-days",
+                    "2",
+                    "-subj",
+                    "/CN=precedent-client-ca",
+                    "-addext",
+                    "basicConstraints=critical,CA:TRUE",
+                    "-addext",
+                    "keyUsage=critical,keyCertSign,cRLSign,digitalSignature",
+                    "-keyout",
+                    str(pki / "client-ca.key"),
+                    "-out",
+                    str(pki / "client-ca.crt"),
+                ],
+                check=True,
+                capture_output=True,
+            )
         key = pki / "sa.key"
         if not key.exists():
             openssl = shutil.which("openssl")
@@ -371,6 +402,7 @@ class ControlPlane:
             "--disable-admission-plugins=ServiceAccount",
             "--authorization-mode=RBAC",
             f"--token-auth-file={pki / 'tokens.csv'}",
+            f"--client-ca-file={pki / 'client-ca.crt'}",
             f"--service-account-issuer={self.url}/",
             f"--service-account-key-file={pki / 'sa.pub'}",
             f"--service-account-signing-key-file={pki / 'sa.key'}",
@@ -410,8 +442,8 @@ class ControlPlane:
 
     def start_controller_manager(self, timeout: float = 60.0) -> None:
         """kube-controller-manager with the controllers a test cluster without nodes needs:
-        the garbage collector, namespace deletion and service-account tokens; returns once its
-        ``/healthz`` answers ok."""
+        the garbage collector, namespace deletion, service accounts and the signer of client
+        certificates; returns once its ``/healthz`` answers ok."""
         pki = self.workdir / "pki"
         log = self.workdir / "kube-controller-manager.log"
         port = free_port()
@@ -420,8 +452,10 @@ class ControlPlane:
                 str(self.bin_dir / "kube-controller-manager"),
                 f"--kubeconfig={self.workdir / 'admin.kubeconfig'}",
                 "--controllers=garbage-collector-controller,namespace-controller,"
-                "serviceaccount-controller",
+                "serviceaccount-controller,certificatesigningrequest-signing-controller",
                 f"--service-account-private-key-file={pki / 'sa.key'}",
+                f"--cluster-signing-kube-apiserver-client-cert-file={pki / 'client-ca.crt'}",
+                f"--cluster-signing-kube-apiserver-client-key-file={pki / 'client-ca.key'}",
                 "--leader-elect=false",
                 "--bind-address=127.0.0.1",
                 f"--secure-port={port}",
