@@ -563,9 +563,10 @@ def main(bin_dir: Path, crds: Path | None, directory: Path) -> None:
         out = sys.stdout
         _say(out, f"kube-apiserver {plane.url} (etcd {plane.etcd.url}); logs in {directory}")
         _say(out, f"export KUBECONFIG={(directory / 'admin.kubeconfig').resolve()}   # admin")
+        width = max(len(u.name) for u in IDENTITIES.values())
         for role, user in IDENTITIES.items():
             path = plane.write_kubeconfig(directory / "users" / role / "kubeconfig", user=user.name)
-            _say(out, f"  {role:18} {user.name:60} {path.resolve()}")
+            _say(out, f"  {role:<18} {user.name:<{width}}  {path.resolve()}")
         _say(out, f"kubectl of the same release: {plane.kubectl}")
         _say(out, "Ctrl-C stops it.")
         stop.wait()
