@@ -4,10 +4,11 @@ The real one is the control plane ``tools/control-plane/build.sh`` builds from p
 (kube-apiserver, kube-controller-manager, kubectl and etcd of one release), started on loopback
 as envtest does, one fresh API server per test over a shared etcd. ``PRECEDENT_TEST_KUBECONFIG``
 points the same suites at any cluster instead (kind, a cloud cluster): its current context must be
-a cluster administrator, and the suites' users are impersonated through it.
+a cluster administrator, and the suites' users get real credentials from it (client
+certificates through the CertificateSigningRequest API, ServiceAccount tokens).
 
-A test asks for a backend with :func:`backends` (``@pytest.mark.parametrize("backend",
-backends(), indirect=True)``) or only the real one with :data:`REAL`.
+A test gets a real API server from :func:`real_server`; a fixture that serves both backends is
+parametrised ``["sandbox", "real"]`` (``secured`` in tests/e2e/test_approvals_rbac.py).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import pytest
 import yaml
 
 from precedent.demo import ClusterServer
+from precedent.demo import install_crds as create_crds
 from precedent_sandbox.control_plane import (
     ADMIN,
     ControlPlane,
@@ -349,38 +351,8 @@ def admin_client(server: ControlPlane) -> httpx.Client:
 
 
 def install_crds(client: httpx.Client, directory: Path, timeout: float = 60.0) -> None:
-    """Create every CRD of ``directory`` and wait until each is Established and served
-    (a real API server serves a new kind a moment after it reports Established)."""
-    names: list[tuple[str, str, str]] = []
-    for path in sorted(directory.glob("*.yaml")):
-        for doc in yaml.safe_load_all(path.read_text()):
-            if not doc or doc.get("kind") != "CustomResourceDefinition":
-                continue
-            answer = client.post(
-                "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=doc
-            )
-            assert answer.status_code in (201, 409), answer.text
-            spec = doc["spec"]
-            served = next(v["name"] for v in spec["versions"] if v.get("served", True))
-            names.append(
-                (doc["metadata"]["name"], f"{spec['group']}/{served}", spec["names"]["plural"])
-            )
-    deadline = time.monotonic() + timeout
-    for name, group_version, plural in names:
-        while True:
-            crd = client.get(f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}")
-            established = any(
-                c["type"] == "Established" and c["status"] == "True"
-                for c in (crd.json().get("status") or {}).get("conditions") or []
-            )
-            listed = (
-                established and client.get(f"/apis/{group_version}/{plural}").status_code == 200
-            )
-            if listed:
-                break
-            if time.monotonic() > deadline:
-                raise AssertionError(f"CRD {name} not served within {timeout:.0f} s")
-            time.sleep(0.1)
+    """Create the CRDs of ``directory`` and wait until each is served (as the demo does)."""
+    create_crds(client, directory, timeout)
 
 
 @pytest.fixture(scope="session")
