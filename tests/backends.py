@@ -39,6 +39,7 @@ from precedent_sandbox.control_plane import (
     User,
     binaries_missing,
 )
+from precedent_sandbox.runner import save_kubeconfig
 
 REPO = Path(__file__).resolve().parent.parent
 BUILD = REPO / "tools" / "control-plane" / "build.sh"
@@ -275,11 +276,7 @@ class External:
         user: str | None = None,
         token: str | None = None,
     ) -> Path:
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        config = self.kubeconfig(namespace=namespace, user=user, token=token)
-        target.write_text(yaml.safe_dump(config, sort_keys=False))
-        return target
+        return save_kubeconfig(path, self.kubeconfig(namespace=namespace, user=user, token=token))
 
     def close(self) -> None:
         """Remove the certificate files written for the HTTP clients."""

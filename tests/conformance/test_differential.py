@@ -27,7 +27,7 @@ import yaml
 from precedent_sandbox import SandboxThread
 from precedent_sandbox.control_plane import User
 from tests.backends import EXTERNAL, External, admission_in_force, install_crds, real_server
-from tests.e2e.test_approvals_rbac import PATHS, USERS, _documents
+from tests.e2e.test_approvals_rbac import PATHS, USERS, _documents, binding
 
 pytestmark = pytest.mark.e2e
 
@@ -111,19 +111,6 @@ def rbac_and_admission() -> list[dict[str, Any]]:
         manifests / "rbac" / "roles.yaml",
         *sorted((manifests / "admission").glob("*.yaml")),
     )
-
-    def binding(role: str, user: str) -> dict[str, Any]:
-        return {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": f"{role}-{user.rsplit(':', 1)[-1]}"},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": role,
-            },
-            "subjects": [{"kind": "User", "name": user, "apiGroup": "rbac.authorization.k8s.io"}],
-        }
 
     return [
         *documents,

@@ -44,20 +44,18 @@ USERS = {
 }
 
 
-def _bindings() -> list[dict[str, Any]]:
-    def binding(role: str, user: str) -> dict[str, Any]:
-        return {
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": f"{role}-{user.rsplit(':', 1)[-1]}"},
-            "roleRef": {
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": role,
-            },
-            "subjects": [{"kind": "User", "name": user, "apiGroup": "rbac.authorization.k8s.io"}],
-        }
+def binding(role: str, user: str) -> dict[str, Any]:
+    """A ClusterRoleBinding of ``role`` to the user named ``user``."""
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": f"{role}-{user.rsplit(':', 1)[-1]}"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+        "subjects": [{"kind": "User", "name": user, "apiGroup": "rbac.authorization.k8s.io"}],
+    }
 
+
+def _bindings() -> list[dict[str, Any]]:
     return [
         binding("precedent", OPERATOR),
         binding("precedent-requester", "rita"),

@@ -38,8 +38,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import click
-import yaml
 
+from precedent_sandbox.runner import save_kubeconfig
 from precedent_sandbox.tls import generate_self_signed
 
 __all__ = [
@@ -292,11 +292,7 @@ class ControlPlane:
         token: str | None = None,
     ) -> Path:
         """Write :meth:`kubeconfig` to ``path`` (parents created) and return the path."""
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        config = self.kubeconfig(namespace=namespace, user=user, token=token)
-        target.write_text(yaml.safe_dump(config, sort_keys=False))
-        return target
+        return save_kubeconfig(path, self.kubeconfig(namespace=namespace, user=user, token=token))
 
     def ssl_context(self) -> ssl.SSLContext:
         """A client context that trusts this API server."""

@@ -61,6 +61,14 @@ def load_crd_documents(directory: str | Path) -> list[dict[str, Any]]:
     return found
 
 
+def save_kubeconfig(path: str | Path, config: dict[str, Any]) -> Path:
+    """Write a kubeconfig to ``path`` (parents created) and return the path."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(yaml.safe_dump(config, sort_keys=False))
+    return target
+
+
 class Sandbox:
     """An in-memory Kubernetes API server on loopback, run on the current event loop.
 
@@ -263,11 +271,7 @@ class Sandbox:
         token: str | None = None,
     ) -> Path:
         """Write :meth:`kubeconfig` to ``path`` (parents created) and return the path."""
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        config = self.kubeconfig(namespace=namespace, user=user, token=token)
-        target.write_text(yaml.safe_dump(config, sort_keys=False))
-        return target
+        return save_kubeconfig(path, self.kubeconfig(namespace=namespace, user=user, token=token))
 
 
 class SandboxThread:
