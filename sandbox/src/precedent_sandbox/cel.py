@@ -20,7 +20,7 @@ import celpy
 from celpy.adapter import json_to_cel
 from celpy.evaluation import CELEvalError
 
-from precedent_sandbox.errors import FieldError
+from precedent_sandbox.errors import OMITTED, FieldError
 from precedent_sandbox.schema import Schema, join_path
 
 __all__ = ["CelRule", "attach_rules", "check_rules"]
@@ -178,7 +178,8 @@ def _evaluate(
     if rule.reason in ("required", "forbidden"):
         errors.append(FieldError(rule.reason, target, None, message))
     else:
-        errors.append(FieldError(rule.reason, target, schema.type or "object", message))
+        # kube-apiserver 1.36 prints a failed rule's message without the value's type.
+        errors.append(FieldError(rule.reason, target, OMITTED, message))
 
 
 def _field(path: str, field_path: str | None) -> str:

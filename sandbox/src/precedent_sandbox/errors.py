@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "OMITTED",
     "ApiError",
     "FieldError",
     "GoLiteral",
@@ -42,6 +43,19 @@ _ERROR_TYPES = {
 }
 # These types print no value, only the detail (k8s.io/apimachinery field.Error.ErrorBody).
 _NO_VALUE = {"required", "forbidden", "too_long"}
+
+
+class _Omitted:
+    """The value of a field error that prints none (``Invalid value: <detail>``)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "OMITTED"
+
+
+OMITTED: Any = _Omitted()
+"""kube-apiserver 1.36 omits the value of a failed CEL rule: ``Invalid value: <message>``."""
 
 
 class GoLiteral(str):
@@ -86,7 +100,7 @@ class FieldError:
     def body(self) -> str:
         """The message without the field path: ``Required value``, ``Invalid value: "x": …``."""
         text, _ = _ERROR_TYPES[self.kind]
-        if self.kind not in _NO_VALUE:
+        if self.kind not in _NO_VALUE and self.value is not OMITTED:
             text = f"{text}: {render_value(self.value)}"
         if self.detail:
             text = f"{text}: {self.detail}"
