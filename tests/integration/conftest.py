@@ -13,7 +13,7 @@ from kopf.testing import KopfRunner
 
 from precedent.demo import apply, object_path
 from precedent_sandbox import SandboxThread
-from tests.backends import ApiServer
+from tests.backends import ApiServer, install_crds, real_server, use_kubectl_of
 from tests.helpers import eventually
 
 REPO = Path(__file__).resolve().parents[2]
@@ -83,16 +83,37 @@ class Cluster:
         assert runner.exception is None or isinstance(runner.exception, SystemExit), runner.output
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A module runs its ``cluster`` tests on the backends it names in ``BACKENDS`` (the
+    sandbox alone unless it says ``("sandbox", "real")``)."""
+    if "cluster" in metafunc.fixturenames:
+        backends = getattr(metafunc.module, "BACKENDS", ("sandbox",))
+        metafunc.parametrize("cluster", backends, indirect=True)
+
+
 @pytest.fixture
-def cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
-    """Sandbox + CRDs + bundled incidents and playbooks; the operator reads the cluster only."""
+def cluster(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest
+) -> Iterator[Cluster]:
+    """An API server with the CRDs, the bundled incidents and playbooks, and an administrator's
+    client and kubeconfig (no RBAC roles or admission policies installed); the operator reads
+    the cluster only. The sandbox, or a real kube-apiserver (tests/backends.py)."""
+    monkeypatch.setenv("PRECEDENT_HISTORY_PATH", "")
+    monkeypatch.setenv("PRECEDENT_CATALOG", "")
+    monkeypatch.setenv("PRECEDENT_STATUS_KEY", "integration-test-key")
+    monkeypatch.setenv("PRECEDENT_METRICS_PORT", "0")
+    if getattr(request, "param", "sandbox") == "real":
+        with real_server({}, tmp_path / "control-plane", request) as (server, client):
+            use_kubectl_of(server, monkeypatch)
+            kubeconfig = server.write_kubeconfig(tmp_path / "kubeconfig")
+            monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+            install_crds(client, REPO / "crds")
+            apply(client, [DATA / "incidents", DATA / "playbooks"])
+            yield Cluster(server, client, kubeconfig, backend="real")
+        return
     with SandboxThread(REPO / "crds") as sandbox:
         kubeconfig = sandbox.write_kubeconfig(tmp_path / "kubeconfig")
         monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
-        monkeypatch.setenv("PRECEDENT_HISTORY_PATH", "")
-        monkeypatch.setenv("PRECEDENT_CATALOG", "")
-        monkeypatch.setenv("PRECEDENT_STATUS_KEY", "integration-test-key")
-        monkeypatch.setenv("PRECEDENT_METRICS_PORT", "0")
         with httpx.Client(base_url=sandbox.url, timeout=30) as client:
             apply(client, [DATA / "incidents", DATA / "playbooks"])
             yield Cluster(sandbox, client, kubeconfig)

@@ -12,6 +12,8 @@ import pytest
 from tests.integration.conftest import Cluster, condition, eventually
 
 pytestmark = pytest.mark.integration
+# The sandbox and a real kube-apiserver (the trust suites run on both).
+BACKENDS = ("sandbox", "real")
 
 BASE = "/apis/precedent.dev/v1alpha1/namespaces/default"
 

@@ -9,6 +9,8 @@ import pytest
 from tests.integration.conftest import Cluster, condition, eventually, is_true
 
 pytestmark = pytest.mark.integration
+# The sandbox and a real kube-apiserver (the trust suites run on both).
+BACKENDS = ("sandbox", "real")
 
 
 def test_a_status_written_before_the_operator_is_not_trusted(cluster: Cluster) -> None:

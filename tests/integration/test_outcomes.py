@@ -20,6 +20,8 @@ from tests.integration.test_approvals import (
 )
 
 pytestmark = pytest.mark.integration
+# The sandbox and a real kube-apiserver (the trust suites run on both).
+BACKENDS = ("sandbox", "real")
 
 API = "/apis/precedent.dev/v1alpha1"
 PLAYBOOK = "service-degradation-rolling-restart"

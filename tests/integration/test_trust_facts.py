@@ -25,6 +25,8 @@ from tests.integration.test_approvals import BASE, approval, create_approval, ge
 from tests.integration.test_plugin import plugin
 
 pytestmark = pytest.mark.integration
+# The sandbox and a real kube-apiserver (the trust suites run on both).
+BACKENDS = ("sandbox", "real")
 
 STATUS = "application/merge-patch+json"
 EDGE = "0001-01-01T00:00:00+01:00"

@@ -167,11 +167,11 @@ async def test_cel_spec_immutability(api: httpx.AsyncClient) -> None:
     )
     found = causes(response)
     assert found["spec.description"]["message"] == (
-        'Invalid value: spec.description cannot be added, changed or removed'
+        "Invalid value: spec.description cannot be added, changed or removed"
     )
     assert response.json()["message"] == (
         'RemediationRequest.precedent.dev "frozen" is invalid: spec.description: Invalid value: '
-        'spec.description cannot be added, changed or removed'
+        "spec.description cannot be added, changed or removed"
     )
     # Metadata and status stay writable.
     labelled = await api.patch(
@@ -186,9 +186,7 @@ async def test_cel_rule_on_create(api: httpx.AsyncClient) -> None:
         PLAYBOOKS, json=playbook_body("p", history={"executions": 1, "successes": 2})
     )
     found = causes(response)
-    assert found["spec.history"]["message"] == (
-        'Invalid value: successes cannot exceed executions'
-    )
+    assert found["spec.history"]["message"] == ("Invalid value: successes cannot exceed executions")
 
 
 async def test_json_patch_that_breaks_the_schema_is_rejected(api: httpx.AsyncClient) -> None:

@@ -3,8 +3,10 @@
 Not the sandbox: etcd, kube-apiserver and (optionally) kube-controller-manager, the binaries
 ``tools/control-plane/build.sh`` builds from pinned Go modules. This module only starts and
 stops them: a static token file names the users and their groups (``token,user,uid,"g1,g2"``,
-the format both servers read), RBAC and the default admission plugins are on, service-account
-tokens are signed with a key made here, and a kubeconfig can be written for every user.
+the format both servers read), a client CA (whose key the controller manager signs approved
+client CertificateSigningRequests with), RBAC and the default admission plugins are on,
+service-account tokens are signed with a key made here, and a kubeconfig can be written for
+every user.
 
 ``with ControlPlane(bin_dir, users) as cp:`` (or ``start()``/``stop()``); ``cp.url``,
 ``cp.write_kubeconfig(path, user="rita")``. Several API servers can share one etcd, each under
