@@ -275,6 +275,7 @@ def test_the_operator_answers_survives_restarts_and_relists(
     # Under the shipped RBAC nothing the operator asks for is refused. (While a restarted
     # kube-apiserver fills its RBAC cache it answers 403 for a moment; kopf retries those.)
     assert "Forbidden" not in steady, steady[-3000:]
+    assert "Not enough permissions" not in steady, steady[-3000:]
     log = operator.output()
     assert "Traceback" not in log, log[-3000:]
     assert "Restarting the watch-stream for remediationrequests" in log[len(steady) :]
