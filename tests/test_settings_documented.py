@@ -38,6 +38,8 @@ NOT_SETTINGS = {
     "PRECEDENT_FAULT_REQUESTS": "tests/faults/test_sigkill.py",
     "PRECEDENT_FAULT_SEED": "tests/faults/test_sigkill.py",
     "PRECEDENT_GOLDEN_UPDATE": "tests/golden/test_golden_statuses.py",
+    "PRECEDENT_TEST_KUBECONFIG": "tests/backends.py",  # the real-server suites on a given cluster
+    "PRECEDENT_CONTROL_PLANE_BIN": "tests/backends.py",  # binaries built elsewhere
 }
 
 # A weight that must sum to 1 with others moves together with one of them.
