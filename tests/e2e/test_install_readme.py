@@ -40,14 +40,20 @@ INSTALL = [
 ]
 
 
-def readme_install() -> list[str]:
-    """The first three commands of the README's "Install on a cluster" block."""
+def readme_commands() -> list[str]:
+    """Every command of the README's "Install on a cluster" block, as written."""
     text = (REPO / "README.md").read_text()
     section = text.split("## Install on a cluster\n", 1)[1]
     block = re.search(r"```console\n(.*?)```", section, re.DOTALL)
     assert block is not None, "no console block under 'Install on a cluster'"
-    commands = [line[2:].split("  #")[0].strip() for line in block[1].splitlines()]
-    return commands[: len(INSTALL)]
+    return [
+        line[2:].split("  #")[0].strip() for line in block[1].splitlines() if line.startswith("$ ")
+    ]
+
+
+def readme_install() -> list[str]:
+    """The first three commands of that block: the install itself."""
+    return readme_commands()[: len(INSTALL)]
 
 
 def key(doc: dict[str, Any]) -> tuple[str, str, str, str]:

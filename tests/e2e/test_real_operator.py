@@ -26,22 +26,13 @@ import yaml
 
 from precedent_sandbox.control_plane import ControlPlane, User
 from tests.backends import fresh_control_plane, real_server_unavailable
-from tests.e2e.test_install_readme import REPO
+from tests.e2e.test_install_readme import INSTALL, REPO, readme_commands
 from tests.helpers import eventually
 
 pytestmark = pytest.mark.e2e
 
 USERS = {"rita-token": User("rita", ("sre",)), "erin-token": User("erin", ("automation",))}
 REQUESTS = sorted((REPO / "data" / "requests").glob("*.yaml"))
-
-
-def readme_commands() -> list[str]:
-    """Every command of the README's "Install on a cluster" block, as written."""
-    section = (REPO / "README.md").read_text().split("## Install on a cluster\n", 1)[1]
-    block = section.split("```console\n", 1)[1].split("```", 1)[0]
-    return [
-        line[2:].split("  #")[0].strip() for line in block.splitlines() if line.startswith("$ ")
-    ]
 
 
 class Cluster:
@@ -155,11 +146,7 @@ def installed(real_etcd: Any, tmp_path_factory: pytest.TempPathFactory) -> Itera
     try:
         cluster = Cluster(server, home)
         commands = readme_commands()
-        assert commands[:3] == [
-            "kubectl apply -f crds/",
-            "kubectl wait --for=condition=Established -f crds/ --timeout=60s",
-            "kubectl apply -k manifests/",
-        ]
+        assert commands[: len(INSTALL)] == INSTALL
         for command in commands:
             cluster.shell(command)
         for namespace in ("shop", "search", "payments", "checkout", "data"):
