@@ -197,3 +197,33 @@ async def test_json_patch_that_breaks_the_schema_is_rejected(api: httpx.AsyncCli
         headers=JSON_PATCH,
     )
     assert causes(response)["spec.version"]["reason"] == "FieldValueInvalid"
+
+
+async def test_a_crd_whose_pattern_is_not_re2_is_refused(api: httpx.AsyncClient) -> None:
+    # kube-apiserver compiles patterns with Go's regexp (RE2): no lookaround.
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.dev"},
+        "spec": {
+            "group": "example.dev",
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "properties": {"name": {"type": "string", "pattern": "^(?=a)a$"}},
+                        }
+                    },
+                }
+            ],
+        },
+    }
+    refused = await api.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=crd)
+    assert refused.status_code == 422, refused.text
+    assert "must be a valid regular expression" in refused.json()["message"]

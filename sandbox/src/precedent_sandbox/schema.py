@@ -95,6 +95,18 @@ _FORMATS: dict[str, Callable[[str], bool]] = {
 _INT_RANGES = {"int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1)}
 
 
+def _compiled(pattern: Any) -> Any:
+    """A schema's ``pattern`` in RE2; ValueError (the CRD is refused, 422) when RE2 cannot read
+    it, as kube-apiserver refuses a pattern Go's regexp cannot compile (a lookahead, say)."""
+    try:
+        return re2.compile(str(pattern))
+    except re2.error as exc:
+        detail = exc.args[0].decode() if exc.args and isinstance(exc.args[0], bytes) else exc
+        raise ValueError(
+            f"pattern {pattern!r} must be a valid regular expression, but isn't: {detail}"
+        ) from None
+
+
 class Schema:
     """One compiled node of a structural schema."""
 
@@ -166,7 +178,7 @@ class Schema:
         self.unique_items = bool(raw.get("uniqueItems", False))
         # kube-apiserver matches with Go's regexp (RE2): ``$`` is the end of the text (Python's
         # also matches before a final newline) and ``\s``/``\d`` are ASCII only.
-        self.pattern: Any = re2.compile(raw["pattern"]) if "pattern" in raw else None
+        self.pattern: Any = _compiled(raw["pattern"]) if "pattern" in raw else None
         self.format: str | None = raw.get("format")
         self.default: Any = raw.get("default")
         self.list_type: str | None = raw.get("x-kubernetes-list-type")
