@@ -133,7 +133,9 @@ def test_the_periodic_list_of_namespaces_catches_what_the_watch_missed(
                     facts = ((obj.get("status") or {}).get("context") or {}).get("facts")
                     return obj if facts == "production from default environment" else None
 
-                after = dict(eventually(settled, timeout=60))
+                # A write the restart cut off may hold the operator in kopf's backoff (up to
+                # about 90 s, above) before it answers the new request.
+                after = dict(eventually(settled, timeout=150))
     finally:
         if restarted is not None:
             restarted.stop()
