@@ -28,6 +28,7 @@ from precedent_sandbox import SandboxThread
 from precedent_sandbox.control_plane import User
 from tests.backends import EXTERNAL, External, admission_in_force, install_crds, real_server
 from tests.e2e.test_approvals_rbac import PATHS, USERS, _documents, binding
+from tests.sandbox.conftest import widget_crd
 
 pytestmark = pytest.mark.e2e
 
@@ -590,24 +591,7 @@ def namespace_deletion(call: Call) -> list[Any]:
 
 
 def a_new_crd_is_served_at_once(call: Call) -> list[Any]:
-    crd = {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.example.dev"},
-        "spec": {
-            "group": "example.dev",
-            "scope": "Namespaced",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {"openAPIV3Schema": {"type": "object"}},
-                }
-            ],
-        },
-    }
+    crd = widget_crd({"type": "object"})
     created = call("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", body=crd)
     widget = {"apiVersion": "example.dev/v1", "kind": "Widget", "metadata": {"name": "w"}}
     first = call("POST", "/apis/example.dev/v1/namespaces/default/widgets", body=widget)

@@ -38,6 +38,28 @@ def request_body(name: str, **spec: Any) -> dict[str, Any]:
     return body
 
 
+def widget_crd(schema: dict[str, Any]) -> dict[str, Any]:
+    """A CRD ``widgets.example.dev`` (kind Widget, namespaced, v1) with ``schema``."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.dev"},
+        "spec": {
+            "group": "example.dev",
+            "scope": "Namespaced",
+            "names": {"kind": "Widget", "plural": "widgets", "singular": "widget"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": schema},
+                }
+            ],
+        },
+    }
+
+
 def playbook_body(name: str, **spec: Any) -> dict[str, Any]:
     """A valid Playbook; keyword arguments override spec fields."""
     body: dict[str, Any] = {

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 
 from precedent_sandbox import builtin_schemas
-from tests.sandbox.conftest import GROUP, playbook_body
+from tests.sandbox.conftest import GROUP, playbook_body, widget_crd
 
 DEPLOYMENT = "io.k8s.api.apps.v1.Deployment"
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
@@ -105,29 +105,9 @@ async def test_a_crd_document_has_the_openapiv3schema_and_objectmeta(
 async def test_a_new_crd_gets_a_document_and_the_index_changes(api: httpx.AsyncClient) -> None:
     before = (await api.get("/openapi/v3")).json()["paths"]
     assert "apis/example.dev/v1" not in before
-    crd = {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.example.dev"},
-        "spec": {
-            "group": "example.dev",
-            "scope": "Namespaced",
-            "names": {"kind": "Widget", "plural": "widgets", "singular": "widget"},
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "properties": {"spec": {"type": "object", "description": "size"}},
-                        }
-                    },
-                }
-            ],
-        },
-    }
+    crd = widget_crd(
+        {"type": "object", "properties": {"spec": {"type": "object", "description": "size"}}}
+    )
     path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
     assert (await api.post(path, json=crd)).status_code == 201
     after = (await api.get("/openapi/v3")).json()["paths"]

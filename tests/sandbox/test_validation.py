@@ -25,6 +25,7 @@ from tests.sandbox.conftest import (
     playbook_body,
     ready_status,
     request_body,
+    widget_crd,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -201,29 +202,9 @@ async def test_json_patch_that_breaks_the_schema_is_rejected(api: httpx.AsyncCli
 
 async def test_a_crd_whose_pattern_is_not_re2_is_refused(api: httpx.AsyncClient) -> None:
     # kube-apiserver compiles patterns with Go's regexp (RE2): no lookaround.
-    crd = {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "widgets.example.dev"},
-        "spec": {
-            "group": "example.dev",
-            "scope": "Namespaced",
-            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {
-                            "type": "object",
-                            "properties": {"name": {"type": "string", "pattern": "^(?=a)a$"}},
-                        }
-                    },
-                }
-            ],
-        },
-    }
+    crd = widget_crd(
+        {"type": "object", "properties": {"name": {"type": "string", "pattern": "^(?=a)a$"}}}
+    )
     refused = await api.post("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=crd)
     assert refused.status_code == 422, refused.text
     assert "must be a valid regular expression" in refused.json()["message"]
