@@ -29,7 +29,12 @@ from precedent.output import (
     settings_or_fail,
 )
 from precedent.sandbox_process import sandbox_command
-from precedent.wiring import build_facts, build_offline_blast_radius, build_service
+from precedent.wiring import (
+    build_facts,
+    build_manifest_targets,
+    build_offline_blast_radius,
+    build_service,
+)
 
 __all__ = ["main"]
 
@@ -154,6 +159,7 @@ def score(
             blast=build_offline_blast_radius(settings.graph, facts)
             if facts and settings.graph.enabled
             else None,
+            targets=build_manifest_targets(facts) if facts else None,
         ).assessor
         assessments = run_async(
             assessor,

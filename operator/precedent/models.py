@@ -7,6 +7,8 @@ so ``Incident.model_validate(yaml_spec)`` reads what ``kubectl apply`` stores an
 
 from __future__ import annotations
 
+import hashlib
+import json
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -42,17 +44,22 @@ __all__ = [
     "Band",
     "BlastNote",
     "BlastRadiusStatus",
+    "ChangeNote",
+    "ChangeStatus",
     "Condition",
     "ContextNote",
     "Decision",
     "DecisionNote",
+    "DeleteChange",
     "EngineInfo",
+    "ImageChange",
     "Incident",
     "IncidentOutcome",
     "IncidentRef",
     "IncidentResource",
     "KeptNote",
     "MemoryNote",
+    "ObservedTarget",
     "Playbook",
     "PlaybookHistory",
     "PlaybookSelection",
@@ -68,9 +75,11 @@ __all__ = [
     "RemediationApprovalSpec",
     "RemediationRequestSpec",
     "RemediationRequestStatus",
+    "RequestChange",
     "RequestContext",
     "RequestOutcome",
     "RequestOutcomeResult",
+    "ResourcesChange",
     "RiskAssessment",
     "RiskFactor",
     "Severity",
@@ -248,6 +257,104 @@ class RequestOutcome(WireModel):
     message: str = Field(default="", max_length=1024, description="What happened.")
 
 
+MAX_PATCH_BYTES = 8192
+"""The largest ``spec.change.patch`` (its JSON)."""
+MAX_PATCH_DEPTH = 12
+"""The deepest nesting of ``spec.change.patch``."""
+
+
+class ImageChange(WireModel):
+    """``spec.change.image``: set one container's image."""
+
+    container: str = Field(
+        min_length=1, max_length=63, description="The container (spec.template.spec.containers)."
+    )
+    image: str = Field(min_length=1, max_length=512, description="The new image reference.")
+
+
+class ResourcesChange(WireModel):
+    """``spec.change.resources``: set one container's requests and limits."""
+
+    container: str = Field(min_length=1, max_length=63, description="The container.")
+    requests: dict[str, str] = Field(
+        default_factory=dict, max_length=8, description="e.g. {cpu: 500m, memory: 1Gi}."
+    )
+    limits: dict[str, str] = Field(default_factory=dict, max_length=8, description="Limits.")
+
+
+class DeleteChange(WireModel):
+    """``spec.change.delete``: delete the target."""
+
+    propagation_policy: Literal["Foreground", "Background", "Orphan"] = Field(
+        default="Background", description="What happens to its dependents."
+    )
+
+
+class RequestChange(WireModel):
+    """``spec.change``: exactly what will be done to the target, one of a few typed changes or
+    a JSON merge patch. What is approved is this change; ``kubectl precedent apply`` runs it."""
+
+    replicas: int | None = Field(
+        default=None, ge=0, le=100000, description="Set spec.replicas (the scale subresource)."
+    )
+    image: ImageChange | None = Field(default=None, description="Set a container's image.")
+    resources: ResourcesChange | None = Field(
+        default=None, description="Set a container's requests and limits."
+    )
+    delete: DeleteChange | None = Field(default=None, description="Delete the target.")
+    patch: dict[str, Any] | None = Field(
+        default=None, description="A JSON merge patch of the target (RFC 7386), for the rest."
+    )
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> RequestChange:
+        given = [
+            name
+            for name in ("replicas", "image", "resources", "delete", "patch")
+            if getattr(self, name) is not None
+        ]
+        if len(given) != 1:
+            raise ValueError(
+                "give exactly one of replicas, image, resources, delete or patch"
+                + (f" (got {', '.join(given)})" if given else "")
+            )
+        if self.patch is not None:
+            if not self.patch:
+                raise ValueError("patch: an empty patch changes nothing")
+            size = len(json.dumps(self.patch, separators=(",", ":")))
+            if size > MAX_PATCH_BYTES:
+                raise ValueError(f"patch: {size} bytes of JSON, at most {MAX_PATCH_BYTES}")
+            if _depth(self.patch) > MAX_PATCH_DEPTH:
+                raise ValueError(f"patch: nested deeper than {MAX_PATCH_DEPTH} levels")
+            for key in ("apiVersion", "kind", "status"):
+                if key in self.patch:
+                    raise ValueError(f"patch.{key}: a change may not patch {key}")
+            meta = self.patch.get("metadata")
+            if isinstance(meta, dict) and ({"name", "namespace", "uid"} & set(meta)):
+                raise ValueError("patch.metadata: may not change name, namespace or uid")
+        return self
+
+    def canonical(self) -> str:
+        """The change as canonical JSON (sorted keys, no spaces): what its hash is over."""
+        return json.dumps(
+            self.model_dump(mode="json", by_alias=True, exclude_none=True),
+            sort_keys=True,
+            separators=(",", ":"),
+        )
+
+    def digest(self) -> str:
+        """``sha256:<hex>`` of :meth:`canonical`: the change an answer judged."""
+        return "sha256:" + hashlib.sha256(self.canonical().encode()).hexdigest()
+
+
+def _depth(value: Any, level: int = 1) -> int:
+    if isinstance(value, dict):
+        return max([level, *(_depth(v, level + 1) for v in value.values())])
+    if isinstance(value, list):
+        return max([level, *(_depth(v, level + 1) for v in value)])
+    return level
+
+
 class RemediationRequestSpec(WireModel):
     """The proposed action: ``spec`` of a RemediationRequest."""
 
@@ -274,6 +381,11 @@ class RemediationRequestSpec(WireModel):
         default=None,
         max_length=253,
         description="Who asked: the authenticated user at creation (checked by admission).",
+    )
+    change: RequestChange | None = Field(
+        default=None,
+        description="Exactly what will be done to the target (optional): replicas, image, "
+        "resources, delete or a merge patch. With it the answer is about this change.",
     )
 
     @field_validator("action", mode="before")
@@ -687,6 +799,24 @@ class BlastNote:
 
 
 @dataclass(frozen=True, slots=True)
+class ChangeNote:
+    """What the change does, how it was read, and the danger floor it set, if any."""
+
+    summary: str
+    disagreement: str | None = None
+    floor: str | None = None
+
+    def text(self) -> str:
+        """The sentences."""
+        parts = [f"Change: {self.summary}."]
+        if self.disagreement:
+            parts.append(f"Reading: {self.disagreement}.")
+        if self.floor:
+            parts.append(f"Floor: {self.floor}.")
+        return " ".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
 class DecisionNote:
     """The policy's decision, and why when it is not the band's."""
 
@@ -764,6 +894,7 @@ ReasoningPart = (
     | MemoryNote
     | ContextNote
     | BlastNote
+    | ChangeNote
     | DecisionNote
     | ApprovalNote
     | KeptNote
@@ -1056,6 +1187,42 @@ class SpecWarning(WireModel):
     )
 
 
+class ObservedTarget(WireModel):
+    """The live target a change was judged against (what ``kubectl precedent apply`` checks
+    is still there before it runs the change)."""
+
+    exists: bool = Field(description="Whether the target was found.")
+    uid: str | None = Field(default=None, max_length=128, description="metadata.uid.")
+    replicas: int | None = Field(default=None, description="spec.replicas when judged.")
+    image: str | None = Field(
+        default=None, max_length=512, description="The changed container's image when judged."
+    )
+    source: str = Field(
+        default="", max_length=128, description="Where it was read: the API server or a manifest."
+    )
+
+
+class ChangeStatus(WireModel):
+    """What the request does, as the answer read it (issue: the change, not the verb)."""
+
+    effect: str = Field(max_length=32, description="The effect class the answer is for.")
+    verb_effect: str | None = Field(
+        default=None, max_length=32, description="The effect class of spec.action (registry)."
+    )
+    readings: list[str] = Field(
+        default_factory=list,
+        max_length=16,
+        description="Every effect the verb, the description and spec.change ask for.",
+    )
+    summary: str = Field(default="", max_length=512, description="The change and its size.")
+    hash: str | None = Field(
+        default=None, max_length=80, description="sha256 of spec.change (canonical JSON)."
+    )
+    observed: ObservedTarget | None = Field(
+        default=None, description="The live target the change was judged against."
+    )
+
+
 class Assessment(WireModel):
     """Everything Precedent says about one request; written into its status."""
 
@@ -1079,6 +1246,9 @@ class Assessment(WireModel):
         default=None, description="The environment and cluster the answer used, and their source."
     )
     input_hash: str = Field(description="sha256 of the canonical spec and history snapshot.")
+    change: ChangeStatus | None = Field(
+        default=None, description="What the request does: its effect, and the change judged."
+    )
     warnings: list[SpecWarning] = Field(
         default_factory=list,
         description="Input that is valid but probably a mistake: an action no registry lists, "

@@ -186,8 +186,15 @@ class PolicySettings(_Group):
     action_registry: Path | None = _flat(
         "action_registry",
         None,
-        description="YAML file mapping READ_ONLY, WRITE and ADMIN to action names (e.g. mounted "
-        "from a ConfigMap); unset: the bundled registry. Unlisted actions are ADMIN.",
+        description="YAML file mapping READ_ONLY, WRITE and ADMIN to action names, and effect "
+        "classes to actions (e.g. mounted from a ConfigMap); unset: the bundled registry. "
+        "Unlisted actions are ADMIN.",
+    )
+    danger_floors: Path | None = _flat(
+        "danger_floors",
+        None,
+        description="YAML file of danger floors (effect class, environments, facts → the "
+        "lowest band), replacing the bundled floors; unset: the bundled floors (docs/risk.md).",
     )
     status_key: SecretStr | None = _flat(
         "status_key",

@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from precedent.adapters.action_registry import load_action_registry
+from precedent.adapters.action_registry import load_action_registry, load_danger_floors
 from precedent.adapters.bounded import TooLarge
 from precedent.adapters.cache import CachingCatalog
 from precedent.adapters.catalog_http import HttpPlaybookCatalog
@@ -32,6 +32,7 @@ from precedent.adapters.faiss_index import FaissIncidentIndex
 from precedent.adapters.graph_source import graph_from_files
 from precedent.adapters.heap import LoadedIncidents, compacted
 from precedent.adapters.kube_api import KubeApi
+from precedent.adapters.live_target import ApiTargets, ManifestTargets
 from precedent.adapters.loader import load_incidents, load_playbooks
 from precedent.adapters.vector_neighbours import VectorNeighbours
 from precedent.core.context import ContextFacts
@@ -39,7 +40,7 @@ from precedent.core.embedding import LexicalEmbedder, TfidfEmbedder
 from precedent.core.historical import SimilarityMode, risk_model_named
 from precedent.core.playbooks import PlaybookCatalog
 from precedent.core.policy import BlastLimits, PolicyEngine
-from precedent.core.ports import Embedder, IncidentMemory, MemoryFailure
+from precedent.core.ports import Embedder, IncidentMemory, MemoryFailure, TargetReader
 from precedent.core.resilience import RetryPolicy
 from precedent.core.semantic import calibration_for, incident_text
 from precedent.errors import DependencyError, InputError, LoadError
@@ -353,6 +354,7 @@ def build_service(
     blast: BlastRadiusService | None = None,
     memory: FleetMemory | None = None,
     cluster: ClusterWriter | None = None,
+    targets: TargetReader | None = None,
 ) -> Engine:
     """The assessor and the object mirror with every dependency, as the operator and the CLI
     use them.
@@ -439,6 +441,7 @@ def build_service(
         policy=PolicyEngine(
             enforce=settings.policy.mode == "enforce",
             registry=load_action_registry(settings.policy.action_registry),
+            floors=load_danger_floors(settings.policy.danger_floors),
             blast=BlastLimits(
                 max_upstream=settings.graph.max_upstream,
                 escalate_critical=settings.graph.escalate_critical,
@@ -449,6 +452,7 @@ def build_service(
         blast=blast,
         facts=facts,
         queue=FairQueue("precedent-assess"),
+        targets=targets,
     )
     objects = ClusterObjects(store, local, memory=fleet, outcomes=outcomes)
     return Engine(assessor, objects, outcomes)
@@ -469,6 +473,12 @@ def build_facts(settings: ContextSettings, paths: Sequence[str | Path] = ()) -> 
         cluster=settings.cluster_name,
         rules=rules,
     )
+
+
+def build_manifest_targets(paths: Sequence[str | Path]) -> TargetReader:
+    """The live targets of ``precedent score -f``: the objects in ``paths`` stand for the
+    cluster (a target not among them is not known)."""
+    return ManifestTargets(paths)
 
 
 def build_offline_blast_radius(
@@ -562,7 +572,7 @@ class OperatorRuntime:
 def build_runtime(settings: Settings, api: KubeApi, *, event_posts: int) -> OperatorRuntime:
     """The operator's runtime: the engine that follows the cluster, writing through ``api``,
     with approvals, the decision recorder and the Event poster (``event_posts`` at once)."""
-    engine = build_service(settings, follows_cluster=True, cluster=api)
+    engine = build_service(settings, follows_cluster=True, cluster=api, targets=ApiTargets(api))
     assert engine.outcomes is not None  # follows_cluster builds the outcome handling
     signer = engine.assessor.signer
     return OperatorRuntime(

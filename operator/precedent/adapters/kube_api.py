@@ -154,6 +154,20 @@ class KubeApi:
             if not token:
                 return items
 
+    async def get_object(self, path: str) -> dict[str, Any] | None:
+        """GET one object at ``path``; None if it does not exist (404)."""
+        response = await self._request("GET", path)
+        if response.status == 404:
+            return None
+        _raise_for(response, f"get {path}")
+        return dict(response.json())
+
+    async def list_path(self, path: str, *, limit: int = 500) -> list[dict[str, Any]]:
+        """The first ``limit`` objects of the list at ``path`` (one page)."""
+        response = await self._request("GET", path, params={"limit": str(limit)})
+        _raise_for(response, f"list {path}")
+        return [dict(item) for item in response.json().get("items") or []]
+
     async def create_incident(self, body: Mapping[str, Any]) -> Created:
         """POST an Incident; ``exists`` when an object of that name is already there (409)."""
         response = await self._send("POST", f"{API_PREFIX}/incidents", body, "application/json")

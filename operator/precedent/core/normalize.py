@@ -16,7 +16,7 @@ resource while the people reading the request see another.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from precedent.models import RemediationRequestSpec
 
@@ -174,6 +174,21 @@ class ProposedAction:
     environment: str | None = None
     namespace: str | None = None
     cluster: str | None = None
+    synonyms: frozenset[str] = field(default_factory=frozenset)
+    """The other actions of its effect class, compared with the history as the same action
+    (the registry's, core.effects); empty: the action alone."""
+
+    @property
+    def names(self) -> frozenset[str]:
+        """Every action name the history is searched under for this action."""
+        return self.synonyms | {self.action}
+
+    def reading(self, action: str, synonyms: frozenset[str]) -> ProposedAction:
+        """The same request read as ``action`` (with its class's ``synonyms``): the tag
+        keywords are those of every name of the class."""
+        names = synonyms | {action}
+        keywords = frozenset().union(*(ACTION_KEYWORDS.get(a, frozenset()) for a in names))
+        return replace(self, action=action, synonyms=frozenset(synonyms), keywords=keywords)
 
     @property
     def display(self) -> str:

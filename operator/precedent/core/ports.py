@@ -9,6 +9,7 @@ from typing import Any, Literal, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from precedent.core.change import LiveTarget
 from precedent.core.memory_query import MemoryQuery, ParsedHits, VectorField
 from precedent.core.normalize import ProposedAction
 from precedent.core.snapshot import History
@@ -23,6 +24,7 @@ __all__ = [
     "MemoryFailureKind",
     "PlaybookDecision",
     "SemanticNeighbours",
+    "TargetReader",
 ]
 
 
@@ -165,4 +167,16 @@ class IncidentMemory(Protocol):
 
     async def aclose(self) -> None:
         """Release the connections."""
+        ...
+
+
+class TargetReader(Protocol):
+    """Reads a request's target as it is now (the API server, or manifests given to the CLI)."""
+
+    async def read(
+        self, kind: str, name: str, namespace: str | None, api_version: str | None
+    ) -> LiveTarget | None:
+        """The target, with what sizes a change to it (``exists=False`` when it is not
+        there); None when it cannot be read (a kind this reader does not know, no permission,
+        the server down): the answer then reads every unknown the riskier way."""
         ...

@@ -67,7 +67,7 @@ def rule_similarity(incident: Incident, action: ProposedAction) -> RuleParts:
     """Seed 000's similarity for one incident, dimension by dimension."""
     tags = {t.lower() for t in incident.tags}
     return RuleParts(
-        action=W_ACTION if incident.action and incident.action == action.action else 0.0,
+        action=W_ACTION if incident.action and incident.action in action.names else 0.0,
         resource_type=W_RESOURCE_TYPE if _incident_type(incident) == action.resource_type else 0.0,
         resource_name=W_RESOURCE_NAME if _incident_name(incident) == action.resource_name else 0.0,
         tags=W_TAGS if action.keywords & tags else 0.0,
@@ -232,6 +232,15 @@ class RuleMatrix:
         out._postings = postings
         return out
 
+    def _same_action(self, action: ProposedAction) -> npt.NDArray[np.bool_]:
+        """Incidents recording the action or one of its effect class's (core.effects)."""
+        if len(action.names) == 1:
+            one: npt.NDArray[np.bool_] = self._action_codes == self._actions.lookup(action.action)
+            return one
+        codes = [self._actions.lookup(name) for name in sorted(action.names)]
+        same: npt.NDArray[np.bool_] = np.isin(self._action_codes, np.array(codes, dtype=np.int32))
+        return same
+
     def score(self, action: ProposedAction) -> RuleScores:
         """Every incident's rule-similarity parts for ``action``."""
         zero = np.float32(0.0)
@@ -241,11 +250,7 @@ class RuleMatrix:
             if hits is not None:
                 tags[hits] = W_TAGS
         return RuleScores(
-            action=np.where(
-                self._action_codes == self._actions.lookup(action.action),
-                np.float32(W_ACTION),
-                zero,
-            ),
+            action=np.where(self._same_action(action), np.float32(W_ACTION), zero),
             resource_type=np.where(
                 self._type_codes == self._types.lookup(action.resource_type),
                 np.float32(W_RESOURCE_TYPE),

@@ -32,6 +32,7 @@ from pydantic import ValidationError
 
 from precedent import __version__
 from precedent.adapters.catalog_local import LocalPlaybookCatalog
+from precedent.core.change import LiveTarget, observed_key
 from precedent.core.context import ContextFacts, VerifiedContext, resource_id_scope
 from precedent.core.historical import (
     HistoricalResult,
@@ -42,9 +43,11 @@ from precedent.core.historical import (
 from precedent.core.normalize import ProposedAction, TargetMismatch, normalize_request
 from precedent.core.playbooks import PlaybookQuery, SuccessPrior
 from precedent.core.playbooks.labels import normalize_label_key, normalize_label_value
-from precedent.core.policy import PolicyEngine
-from precedent.core.ports import PlaybookDecision, SemanticNeighbours
+from precedent.core.policy import BlastImpact, PolicyEngine, PolicyVerdict
+from precedent.core.ports import PlaybookDecision, SemanticNeighbours, TargetReader
 from precedent.core.ranking import RankingWeights, boost_parts
+from precedent.core.readings import Reading, needs_target, read_request
+from precedent.core.risk import band_for
 from precedent.core.risk_model import OutcomeEvidence, environment_tier
 from precedent.core.similarity import SIMILARITY_THRESHOLD
 from precedent.core.snapshot import History
@@ -53,7 +56,10 @@ from precedent.errors import DependencyError, InputError, describe_validation
 from precedent.models import (
     Assessment,
     BlastNote,
+    ChangeNote,
+    ChangeStatus,
     ContextNote,
+    Decision,
     DecisionNote,
     EngineInfo,
     Incident,
@@ -383,6 +389,27 @@ class IncidentScorer:
         return self.neighbours.name
 
 
+_DECISION_RANK = {Decision.APPROVED: 0, Decision.ESCALATED: 1, Decision.DENIED: 2}
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    """One reading's answer (Assessor._answer)."""
+
+    reading: Reading
+    history: History
+    result: HistoricalResult
+    context: RequestContext
+    verdict: PolicyVerdict
+    floor: str | None
+
+    @property
+    def rank(self) -> tuple[int, float]:
+        """Stricter first: the decision, then the score."""
+        decision = self.verdict.policy.would_be or self.verdict.decision
+        return (_DECISION_RANK[decision], self.result.risk.score)
+
+
 class Assessor:
     """Assesses requests: normalise → history and risk → policy → playbook selection → blast
     radius → status. Every collaborator is given at construction (see precedent.wiring)."""
@@ -399,6 +426,7 @@ class Assessor:
         blast: BlastRadiusService | None = None,
         facts: ContextFacts | None = None,
         queue: FairQueue | None = None,
+        targets: TargetReader | None = None,
     ) -> None:
         self.scorer = scorer
         self.config = scorer.config
@@ -415,6 +443,9 @@ class Assessor:
         self.facts = facts
         # One scoring thread; namespaces take turns for it (services.fair_queue).
         self._queue = queue or FairQueue("precedent-assess")
+        # Reads a request's live target (the API server, or the CLI's manifests); None: the
+        # target is not read and what it would tell is read the riskier way.
+        self.targets = targets
 
     def with_facts(self, facts: ContextFacts | None) -> Assessor:
         """The same assessor in other facts (another cluster's, or none), sharing everything
@@ -429,6 +460,7 @@ class Assessor:
             blast=self.blast,
             facts=facts,
             queue=self._queue,
+            targets=self.targets,
         )
 
     # -- one request ---------------------------------------------------------------------------
@@ -542,50 +574,77 @@ class Assessor:
         playbook: PlaybookDecision | None = None,
         now: datetime | None = None,
         recall: MemoryRecall | None = None,
+        target: LiveTarget | None = None,
     ) -> Assessment:
         """History, risk and the policy's decision for a normalised request, on this thread,
-        with the catalog's answer (``playbook``) and the fleet memory's (``recall``).
+        with the catalog's answer (``playbook``), the fleet memory's (``recall``) and the live
+        target (``target``: None when not read).
 
         A requester's claims (``labels.environment`` / ``labels.cluster``) can only make the
         answer stricter: when they differ from the verified context, both are scored and the
-        riskier answer is kept (the verified one on a tie); the status says which."""
-        history, result = self.scorer.score(request.action, now=now, recall=recall)
-        context, note = self._context(request), None
-        if request.verified is not None and request.verified != request.action:
-            checked = self.scorer.score(request.verified, now=now, recall=recall)
-            if checked[1].risk.score >= result.risk.score:
-                history, result = checked
-                assert request.context is not None
-                note = _claims_note(request.action, request.verified, request.context.source)
-                context = context.model_copy(
-                    update={
-                        "environment": request.verified.environment or "",
-                        "source": request.context.source,
-                        "verified": True,
-                        "cluster": request.verified.cluster,
-                        "claim": note,
-                    }
-                )
-                if note is not None:
-                    factor = RiskFactor(name="context", contribution=0.0, detail=note[:512])
-                    risk_now = replace(
-                        result.risk.noted(ContextNote(note)),
-                        factors=[*result.risk.factors, factor][-16:],
-                    )
-                    result = HistoricalResult(risk_now, result.similar, result.similar_count)
+        riskier answer is kept (the verified one on a tie); the status says which. Likewise
+        the verb, the description and ``spec.change`` (core.readings): each reading is scored
+        and the strictest decision wins (the higher score on a tie, the verb's on a tie)."""
+        readings = read_request(request.spec, self.policy.registry, target)
         blast, impact = None, None
-        notes: list[ReasoningPart] = []
         if self.blast is not None:
             blast, impact = self.blast.report(
                 request.spec.target, recall.topology if recall is not None else None
             )
+        disagreement = readings.disagreement()
+        must_ask = None
+        if readings.verb.level == "READ_ONLY" and any(
+            r.effect not in (None, "read-only") for r in readings.others
+        ):
+            must_ask = (
+                f"spec.action {request.spec.action} is read-only but the request asks for "
+                f"{', '.join(str(r.effect) for r in readings.others)}: a human checks it"
+            )
+        best: _Answer | None = None
+        for reading in readings.all:
+            answer = self._answer(request, reading, now, recall, impact, must_ask)
+            if best is None or answer.rank > best.rank:
+                best = answer
+        assert best is not None
+        history, result, context, verdict, reading = (
+            best.history,
+            best.result,
+            best.context,
+            best.verdict,
+            best.reading,
+        )
+        notes: list[ReasoningPart] = []
+        if blast is not None:
             notes.append(BlastNote(blast))
-        verdict = self.policy.decide(request.action.action, result.risk.band, impact)
+        change_status = None
+        if reading.facts is not None or disagreement is not None or readings.change is not None:
+            summary = (
+                reading.facts.summary
+                if reading.facts is not None
+                else f"{request.spec.action} on {request.spec.target.kind} "
+                f"{request.spec.target.name}"
+            )
+            notes.append(ChangeNote(summary[:400], disagreement, best.floor))
+            observed = readings.change.observed if readings.change is not None else None
+            change_status = ChangeStatus(
+                effect=reading.effect or "unknown",
+                verb_effect=self.policy.registry.effect(request.spec.action),
+                readings=[r.effect or "unknown" for r in readings.all][:16],
+                summary=summary[:512],
+                hash=request.spec.change.digest() if request.spec.change is not None else None,
+                observed=observed,
+            )
         # The risk part says how risky; the policy alone says what happens (and why, when the
         # access level or the blast radius changed the band's decision).
         notes.append(DecisionNote(verdict.decision, verdict.policy.reason))
         risk = result.risk.decided(verdict.decision, *notes)
         playbook = self._for_this_action(request, playbook or PlaybookDecision())
+        warnings = [
+            SpecWarning(reason=w.reason, message=w.message[:1024])
+            for w in self.warnings(request.spec)
+        ]
+        if disagreement is not None:
+            warnings.append(SpecWarning(reason="VerbDisagrees", message=disagreement[:1024]))
         return Assessment(
             risk=risk,
             similar_incidents=result.similar,
@@ -605,12 +664,94 @@ class Assessor:
             topology_hints=recall.topology if recall is not None else None,
             blast_radius=blast,
             context=context,
-            input_hash=self._input_hash(request.spec, history, context.facts),
-            warnings=[
-                SpecWarning(reason=w.reason, message=w.message[:1024])
-                for w in self.warnings(request.spec)
-            ],
+            change=change_status,
+            input_hash=self._input_hash(request.spec, history, context.facts, observed_key(target)),
+            warnings=warnings,
         )
+
+    def _answer(
+        self,
+        request: NormalizedRequest,
+        reading: Reading,
+        now: datetime | None,
+        recall: MemoryRecall | None,
+        impact: BlastImpact | None,
+        must_ask: str | None,
+    ) -> _Answer:
+        """One reading scored in the claimed and the verified context, its floor, and the
+        policy's decision for it."""
+        claimed = request.action
+        verified = request.verified
+        if reading.action != claimed.action or reading.synonyms != claimed.synonyms:
+            claimed = claimed.reading(reading.action, reading.synonyms)
+            if verified is not None:
+                verified = verified.reading(reading.action, reading.synonyms)
+        history, result = self.scorer.score(claimed, now=now, recall=recall)
+        context, note = self._context(request), None
+        tier = environment_tier(claimed.environment)
+        if verified is not None and verified != claimed:
+            tier = min(tier, environment_tier(verified.environment))
+            checked = self.scorer.score(verified, now=now, recall=recall)
+            if checked[1].risk.score >= result.risk.score:
+                history, result = checked
+                assert request.context is not None
+                note = _claims_note(claimed, verified, request.context.source)
+                context = context.model_copy(
+                    update={
+                        "environment": verified.environment or "",
+                        "source": request.context.source,
+                        "verified": True,
+                        "cluster": verified.cluster,
+                        "claim": note,
+                    }
+                )
+                if note is not None:
+                    factor = RiskFactor(name="context", contribution=0.0, detail=note[:512])
+                    risk_now = replace(
+                        result.risk.noted(ContextNote(note)),
+                        factors=[*result.risk.factors, factor][-16:],
+                    )
+                    result = HistoricalResult(risk_now, result.similar, result.similar_count)
+        floor_text = None
+        if reading.facts is not None and self.config.risk_model.name != "seed":
+            result, floor_text = self._floored(result, reading, tier)
+        verdict = self.policy.decide_level(
+            reading.level, result.risk.band, impact, must_ask=must_ask
+        )
+        return _Answer(reading, history, result, context, verdict, floor_text)
+
+    def _floored(
+        self, result: HistoricalResult, reading: Reading, tier: int
+    ) -> tuple[HistoricalResult, str | None]:
+        """``result`` raised to the reading's danger floor (core.floors), with a factor."""
+        assert reading.facts is not None
+        assert reading.effect is not None
+        facts = reading.facts
+        factors = [*result.risk.factors]
+        factors.append(RiskFactor(name="change", contribution=0.0, detail=facts.summary[:512]))
+        hit = self.policy.floors.strictest(reading.effect, tier, facts.facts)
+        floor_text = None
+        score = result.risk.score
+        if hit is not None and hit.score > score:
+            precedent = (
+                "no precedent"
+                if result.risk.most_relevant_incident is None
+                else f"history says {score:g}"
+            )
+            floor_text = (
+                f"{precedent}; the change itself {hit.floor.reason} "
+                f"({facts.summary}): at least {hit.floor.band}, {score:g} → {hit.score:g}"
+            )
+            factors.append(
+                RiskFactor(
+                    name="floor",
+                    contribution=round(hit.score - score, 1),
+                    detail=floor_text[:512],
+                )
+            )
+            score = hit.score
+        risk = replace(result.risk, score=score, band=band_for(score), factors=factors[-16:])
+        return HistoricalResult(risk, result.similar, result.similar_count), floor_text
 
     def warnings(self, spec: RemediationRequestSpec) -> list[InputWarning]:
         """An action the policy's registry does not list, a label key close to a known one."""
@@ -631,7 +772,9 @@ class Assessor:
         if chosen is None:
             return decision
         playbook = self.catalog.get(chosen.id)
-        if playbook is None or request.spec.action in playbook.actions:
+        # The action or another name of its effect class (reduce_replicas for scale_down).
+        names = self.policy.registry.synonyms(request.spec.action)
+        if playbook is None or names & set(playbook.actions):
             return decision  # unknown here (a remote catalog's own): its answer stands
         reason = (
             f"playbook {chosen.id} was the best match but does not list action "
@@ -690,8 +833,25 @@ class Assessor:
             decision = (await self.selector.select_query(request.query)).decision
         # Asked in the event loop, within its deadline, before the scoring thread runs.
         recall = await self.memory.recall(request.action, now=now) if self.memory else None
+        target = await self.read_target(request.spec, namespace)
         return await self._queue.run(
-            namespace or "", partial(self.assess_normalised, request, decision, now, recall)
+            namespace or "",
+            partial(self.assess_normalised, request, decision, now, recall, target),
+        )
+
+    async def read_target(
+        self, spec: RemediationRequestSpec, namespace: str | None
+    ) -> LiveTarget | None:
+        """The live target when it can change the answer (core.readings.needs_target)."""
+        if self.targets is None or not needs_target(spec, self.policy.registry):
+            return None
+        where = spec.target.namespace or (
+            namespace
+            if spec.target.kind.lower() not in ("namespace", "ns", "node", "clusterrolebinding")
+            else None
+        )
+        return await self.targets.read(
+            spec.target.kind, spec.target.name, where, spec.target.api_version
         )
 
     async def assess_many(
@@ -712,9 +872,14 @@ class Assessor:
         recalls: list[MemoryRecall | None] = [None] * len(requests)
         if self.memory is not None:
             recalls = [await self.memory.recall(r.action, now=now) for r in requests]
+        targets = [
+            await self.read_target(r.spec, ns) for r, ns in zip(requests, spaces, strict=True)
+        ]
         return [
-            self.assess_normalised(request, decision, now, recall)
-            for request, decision, recall in zip(requests, decisions, recalls, strict=True)
+            self.assess_normalised(request, decision, now, recall, target)
+            for request, decision, recall, target in zip(
+                requests, decisions, recalls, targets, strict=True
+            )
         ]
 
     async def reconcile(
@@ -783,7 +948,11 @@ class Assessor:
     # -- what produced an answer ----------------------------------------------------------------
 
     def _input_hash(
-        self, spec: RemediationRequestSpec, history: History, facts: str | None = None
+        self,
+        spec: RemediationRequestSpec,
+        history: History,
+        facts: str | None = None,
+        observed: str = "",
     ) -> str:
         """sha256 over the canonical spec, the history fingerprint, the engine's settings and
         the verified context (``facts``): relabelling the target's namespace changes it."""
@@ -801,6 +970,7 @@ class Assessor:
             self.scorer.embedder_name() or "",
             __version__,
             facts or "",
+            observed,
         )
         for part in parts:
             digest.update(part.encode())

@@ -1,0 +1,138 @@
+"""Read a request's live target: from the API server (the operator) or from manifests (the CLI).
+
+Both give a :class:`~precedent.core.change.LiveTarget` built by the same function
+(``core.change.live_target_of``) from the object and the objects that size a change to it: the
+HorizontalPodAutoscalers and PodDisruptionBudgets of its namespace, and a Namespace's
+PersistentVolumeClaims. Kinds outside :data:`KIND_PATHS` are not read (None): their unknowns
+are read the riskier way. Secrets are never read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from precedent.adapters.kube_api import KubeApi
+from precedent.adapters.loader import iter_documents
+from precedent.core.change import LiveTarget, live_target_of
+from precedent.core.normalize import canonical_resource_type
+from precedent.errors import DependencyError, InputError
+
+__all__ = ["KIND_PATHS", "ApiTargets", "ManifestTargets"]
+
+KIND_PATHS: dict[str, tuple[str, str, bool]] = {
+    "deployment": ("/apis/apps/v1", "deployments", True),
+    "statefulset": ("/apis/apps/v1", "statefulsets", True),
+    "daemonset": ("/apis/apps/v1", "daemonsets", True),
+    "replicaset": ("/apis/apps/v1", "replicasets", True),
+    "job": ("/apis/batch/v1", "jobs", True),
+    "cronjob": ("/apis/batch/v1", "cronjobs", True),
+    "persistentvolumeclaim": ("/api/v1", "persistentvolumeclaims", True),
+    "service": ("/api/v1", "services", True),
+    "configmap": ("/api/v1", "configmaps", True),
+    "horizontalpodautoscaler": ("/apis/autoscaling/v2", "horizontalpodautoscalers", True),
+    "poddisruptionbudget": ("/apis/policy/v1", "poddisruptionbudgets", True),
+    "rolebinding": ("/apis/rbac.authorization.k8s.io/v1", "rolebindings", True),
+    "namespace": ("/api/v1", "namespaces", False),
+    "node": ("/api/v1", "nodes", False),
+    "persistentvolume": ("/api/v1", "persistentvolumes", False),
+    "clusterrolebinding": ("/apis/rbac.authorization.k8s.io/v1", "clusterrolebindings", False),
+}
+"""Canonical kind → (API prefix, plural, namespaced): the kinds a target is read for."""
+
+_WORKLOADS = frozenset({"deployment", "statefulset", "replicaset"})
+_MAX_CLAIMS = 500
+
+
+def _related_kinds(kind: str) -> tuple[str, ...]:
+    if kind in _WORKLOADS:
+        return ("horizontalpodautoscaler", "poddisruptionbudget")
+    if kind == "namespace":
+        return ("persistentvolumeclaim",)
+    return ()
+
+
+def _with_kind(items: Iterable[Mapping[str, Any]], kind: str) -> list[Mapping[str, Any]]:
+    names = {
+        "horizontalpodautoscaler": "HorizontalPodAutoscaler",
+        "poddisruptionbudget": "PodDisruptionBudget",
+        "persistentvolumeclaim": "PersistentVolumeClaim",
+    }
+    return [{**item, "kind": names.get(kind, kind)} for item in items]
+
+
+class ApiTargets:
+    """Reads targets from the API server with the operator's credentials (get, and list in
+    the target's namespace for HPAs, PDBs and a Namespace's PVCs)."""
+
+    def __init__(self, api: KubeApi) -> None:
+        self._api = api
+
+    async def read(
+        self, kind: str, name: str, namespace: str | None, api_version: str | None
+    ) -> LiveTarget | None:
+        """The target, or None when its kind is not read or the server cannot tell."""
+        canon = canonical_resource_type(kind)
+        where = KIND_PATHS.get(canon)
+        if where is None:
+            return None
+        prefix, plural, namespaced = where
+        if namespaced and not namespace:
+            return None
+        base = f"{prefix}/namespaces/{namespace}/{plural}" if namespaced else f"{prefix}/{plural}"
+        try:
+            obj = await self._api.get_object(f"{base}/{name}")
+            related: list[Mapping[str, Any]] = []
+            if obj is not None:
+                space = name if canon == "namespace" else namespace
+                for other in _related_kinds(canon):
+                    o_prefix, o_plural, _ = KIND_PATHS[other]
+                    items = await self._api.list_path(
+                        f"{o_prefix}/namespaces/{space}/{o_plural}", limit=_MAX_CLAIMS
+                    )
+                    related.extend(_with_kind(items, other))
+        except (DependencyError, InputError):
+            return None  # forbidden or unreachable: not known, read the riskier way
+        return live_target_of(obj, kind, name, namespace, related=related)
+
+
+class ManifestTargets:
+    """Reads targets from manifests (``precedent score -f``): the objects given stand for
+    the cluster; a target that is not among them is not known (None), not absent."""
+
+    def __init__(self, paths: Iterable[str | Path]) -> None:
+        self._objects: dict[tuple[str, str, str], Mapping[str, Any]] = {}
+        for doc in iter_documents(paths):
+            body = doc.body
+            kind = body.get("kind")
+            meta = body.get("metadata")
+            if not isinstance(kind, str) or not isinstance(meta, Mapping):
+                continue
+            name = meta.get("name")
+            if not isinstance(name, str):
+                continue
+            ns = meta.get("namespace") if isinstance(meta.get("namespace"), str) else ""
+            key = (canonical_resource_type(kind), str(ns or ""), name)
+            self._objects[key] = body
+
+    async def read(
+        self, kind: str, name: str, namespace: str | None, api_version: str | None
+    ) -> LiveTarget | None:
+        """The target among the manifests, or None when it is not there."""
+        canon = canonical_resource_type(kind)
+        key = (canon, namespace or "", name)
+        obj = self._objects.get(key)
+        if obj is None and canon in KIND_PATHS and not KIND_PATHS[canon][2]:
+            obj = self._objects.get((canon, "", name))
+        if obj is None:
+            return None
+        space = name if canon == "namespace" else (namespace or "")
+        related = [
+            o
+            for (k, ns, _), o in self._objects.items()
+            if ns == space and k in _related_kinds(canon)
+        ]
+        return live_target_of(
+            obj, kind, name, namespace, related=related, source="the manifests given (-f)"
+        )
