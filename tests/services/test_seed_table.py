@@ -112,9 +112,10 @@ def test_seed_paraphrase_is_found_above_the_threshold(seed_history: History) -> 
 
 
 def test_semantic_mode_finds_the_paraphrase_without_any_rule_match(seed_history: History) -> None:
-    """With an action and resource the rules know nothing about, only the text can match."""
+    """With an action and resource the rules know nothing about, only the text can match (it
+    reports a scale-down rather than asking for one, so it adds no reading: core.effects)."""
     spec = _spec(
-        "adjust_capacity", "Deployment", "order-processing", "Scaling down the payment API"
+        "adjust_capacity", "Deployment", "order-processing", "The payment API after scaling down"
     )
     rules = scorer(seed_history, mode="rules").assess(spec)
     assert all(s.id != "INC-2025-1089" for s in rules.similar_incidents)

@@ -40,7 +40,9 @@ def parse_action_registry(text: str, where: str) -> ActionRegistry:
             effects = _effects(actions, where)
             continue
         if key not in ACCESS_LEVELS:
-            raise InputError(f"{where}: {key}: unknown key (READ_ONLY, WRITE, ADMIN or effects)")
+            raise InputError(
+                f"{where}: {key}: unknown access level (READ_ONLY, WRITE or ADMIN; or effects)"
+            )
         if not isinstance(actions, list) or not all(isinstance(a, str) for a in actions):
             raise InputError(f"{where}: {key}: expected a list of action names")
         lists[key] = [_name(a) for a in actions]

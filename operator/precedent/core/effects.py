@@ -41,10 +41,12 @@ EFFECT_CLASSES: tuple[str, ...] = (
     "storage-change",
     "scheduling-change",
     "image-change",
+    "rollback",
     "object-delete",
     "data-delete",
     "privilege-change",
     "network-change",
+    "routing-change",
     "node-disruption",
     "failover",
 )
@@ -186,6 +188,14 @@ _ASK = re.compile(
 )
 
 
+# "do not restart", "without deleting", "instead of scaling down": not an ask.
+_NEGATED = re.compile(
+    r"\b(?:do\s+not|don'?t|never|not|no|without|avoid(?:ing)?|instead\s+of|rather\s+than)"
+    r"\s+(?:\w+\s+)?$",
+    _FLAGS,
+)
+
+
 def _number(text: str) -> int:
     return _WORDS.get(text.lower(), 0) if not text.isdigit() else int(text)
 
@@ -202,7 +212,14 @@ def read_text(text: str) -> list[TextReading]:
         if not _ASK.search(sentence) and _PAST_REPORT.search(sentence):
             continue
         for effect, pattern in _PATTERNS:
-            match = pattern.search(sentence)
+            match = next(
+                (
+                    m
+                    for m in pattern.finditer(sentence)
+                    if not _NEGATED.search(sentence[max(0, m.start() - 24) : m.start()])
+                ),
+                None,
+            )
             if match is None or effect in found:
                 continue
             if effect == "object-delete" and "data-delete" in found:

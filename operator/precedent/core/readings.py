@@ -37,6 +37,8 @@ _FALLBACK_ACTION: dict[str, str] = {
     "storage-change": "expand_volume",
     "scheduling-change": "cordon_node",
     "image-change": "rollout",
+    "rollback": "rollback",
+    "routing-change": "update_ingress",
     "object-delete": "delete_resource",
     "data-delete": "delete_resource",
     "privilege-change": "modify_iam",

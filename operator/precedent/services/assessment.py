@@ -682,10 +682,16 @@ class Assessor:
         policy's decision for it."""
         claimed = request.action
         verified = request.verified
-        if reading.action != claimed.action or reading.synonyms != claimed.synonyms:
-            claimed = claimed.reading(reading.action, reading.synonyms)
+        action, synonyms = reading.action, reading.synonyms
+        if self.config.risk_model.name == "seed":
+            # Seed 000's formula compares action names exactly: the verb as written, another
+            # reading under its canonical name alone.
+            action = request.spec.action if reading.source == "spec.action" else reading.action
+            synonyms = frozenset()
+        if action != claimed.action or synonyms != claimed.synonyms:
+            claimed = claimed.reading(action, synonyms)
             if verified is not None:
-                verified = verified.reading(reading.action, reading.synonyms)
+                verified = verified.reading(action, synonyms)
         history, result = self.scorer.score(claimed, now=now, recall=recall)
         context, note = self._context(request), None
         tier = environment_tier(claimed.environment)
@@ -959,7 +965,13 @@ class Assessor:
         # The outcome is reported after the answer and is not an input of it: reporting one
         # must not change the hash of an unchanged assessment.
         canonical = json.dumps(
-            spec.model_dump(mode="json", by_alias=True, exclude={"outcome"}), sort_keys=True
+            spec.model_dump(
+                mode="json",
+                by_alias=True,
+                # Left out when absent, so a request without a change keeps its hash.
+                exclude={"outcome", "change"} if spec.change is None else {"outcome"},
+            ),
+            sort_keys=True,
         )
         digest = hashlib.sha256()
         parts = (
@@ -970,7 +982,7 @@ class Assessor:
             self.scorer.embedder_name() or "",
             __version__,
             facts or "",
-            observed,
+            *((observed,) if observed else ()),
         )
         for part in parts:
             digest.update(part.encode())
