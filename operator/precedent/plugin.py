@@ -1,4 +1,4 @@
-"""``kubectl precedent``: explain, approve, reject and report on RemediationRequests.
+"""``kubectl precedent``: explain, approve, reject, apply and report on RemediationRequests.
 
 A kubectl plugin (the ``kubectl-precedent`` console script on ``PATH``) that talks to the
 cluster as the user, through their kubeconfig and the ``kubernetes`` client: what it may do is
@@ -21,8 +21,14 @@ from typing import Any, NoReturn, cast
 import click
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
+from pydantic import ValidationError
 
+from precedent.core.change import ApplyCall, apply_call, live_target_of, target_moved
+from precedent.core.kinds import KIND_PATHS
+from precedent.core.normalize import canonical_resource_type
 from precedent.core.printable import printable_tree
+from precedent.errors import describe_validation
+from precedent.models import ObservedTarget, RemediationRequestSpec
 from precedent.output import render_documents
 
 __all__ = ["main"]
@@ -418,3 +424,138 @@ def outcome(ctx: click.Context, ref: str, result: str, message: str, playbook: s
         fail(api_message(exc, f"remediationrequest {session.namespace}/{name}"))
     if not _printed(ctx, cast("dict[str, Any]", patched)):
         click.echo(f"remediationrequest.precedent.dev/{name} outcome reported: {result}")
+
+
+def _call(session: Session, call: ApplyCall, *, dry_run: bool = False) -> Any:
+    """Send one call with the user's credentials; the decoded JSON answer (ApiException for an
+    error status, as the client's own methods raise)."""
+    method, url, headers, body, post = session.api.param_serialize(
+        method=call.method,
+        resource_path=call.path,
+        query_params=[("dryRun", "All")] if dry_run else None,
+        header_params={"Content-Type": call.content_type, "Accept": "application/json"},
+        body=call.body,
+        auth_settings=["BearerToken"],
+    )
+    response = session.api.call_api(method, url, header_params=headers, body=body, post_params=post)
+    response.read()  # type: ignore[no-untyped-call]
+    if not 200 <= response.status < 300:
+        raise ApiException(http_resp=response)
+    return json.loads(response.data or b"{}")
+
+
+def _get_path(session: Session, path: str) -> dict[str, Any] | None:
+    try:
+        found = _call(session, ApplyCall("GET", path, None, "application/json", f"get {path}"))
+    except ApiException as exc:
+        if exc.status == 404:
+            return None
+        fail(api_message(exc, path))
+    return dict(cast("dict[str, Any]", found))
+
+
+def _may_run(body: dict[str, Any]) -> str | None:
+    """Why the request's answer does not let it run now (None: it does)."""
+    status = body.get("status") or {}
+    meta = body.get("metadata") or {}
+    if status.get("observedGeneration") != meta.get("generation"):
+        return "its answer is not for the current spec yet (observedGeneration); wait for Ready"
+    conditions = {c.get("type"): c for c in status.get("conditions") or []}
+    approved = conditions.get("Approved") or {}
+    if approved.get("status") != "True":
+        reason = approved.get("reason") or "NotAssessed"
+        decision = (status.get("risk") or {}).get("decision") or "no decision"
+        return f"it may not run: {decision}, Approved condition {reason}"
+    return None
+
+
+@main.command("apply")
+@click.argument("ref")
+@global_flags
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Check everything and send the change as a server-side dry run; change nothing.",
+)
+@click.pass_context
+def apply_change(ctx: click.Context, ref: str, dry_run: bool) -> None:
+    """Apply exactly the approved spec.change of rr/NAME to its target, as you, and report the
+    outcome. Refused when the request may not run, when its answer was for another change, when
+    it already ran, or when the target moved since the answer (replicas or image changed, or
+    the object was replaced): then create a new request, which is answered for the target as it
+    is now."""
+    session = _session(ctx)
+    name = request_name(ref)
+    body = session.request(name)
+    spec = body.get("spec") or {}
+    where = f"remediationrequest {session.namespace}/{name}"
+    if not spec.get("change"):
+        fail(f"{where}: has no spec.change; apply runs only a structured change")
+    try:
+        parsed = RemediationRequestSpec.model_validate(spec)
+    except ValidationError as exc:
+        fail(f"{where}: {describe_validation(exc, 'spec')}")
+    change = parsed.change
+    assert change is not None
+    if spec.get("outcome"):
+        ran = spec["outcome"].get("result")
+        fail(f"{where}: already ran (spec.outcome {ran}); an approved change runs once")
+    why = _may_run(body)
+    if why is not None:
+        fail(f"{where}: {why}")
+    judged = (body.get("status") or {}).get("change") or {}
+    if judged.get("hash") != change.digest():
+        fail(
+            f"{where}: the answer is for change {judged.get('hash') or 'none'}, "
+            f"spec.change is {change.digest()}: nothing approved this change"
+        )
+    target = parsed.target
+    namespace = target.namespace or (
+        session.namespace
+        if KIND_PATHS.get(canonical_resource_type(target.kind), ("", "", True))[2]
+        else None
+    )
+    try:
+        call = apply_call(change, target.kind, target.name, namespace)
+    except ValueError as exc:
+        fail(f"{where}: {exc}")
+    base = call.path.removesuffix("/scale")
+    live = _get_path(session, base)
+    now = live_target_of(live, target.kind, target.name, namespace)
+    observed = ObservedTarget.model_validate(judged["observed"]) if judged.get("observed") else None
+    moved = target_moved(observed, now, change)
+    if moved is not None:
+        fail(
+            f"{where}: refused: {moved} since the answer; the change was judged against another "
+            "target. Create a new RemediationRequest for the target as it is now"
+        )
+    try:
+        _call(session, call, dry_run=dry_run)
+    except ApiException as exc:
+        message = api_message(exc, f"{target.kind} {target.name}")
+        if not dry_run:
+            _report(session, name, "failed", f"{call.what}: {message}"[:1024])
+        fail(f"{call.what}: {message}")
+    if dry_run:
+        click.echo(f"{call.what}: allowed (server dry run); nothing changed")
+        return
+    _report(session, name, "succeeded", f"applied: {call.what}"[:1024])
+    click.echo(f"{call.what}: applied; remediationrequest.precedent.dev/{name} outcome succeeded")
+
+
+def _report(session: Session, name: str, result: str, message: str) -> None:
+    reported = {
+        "result": result,
+        "message": message,
+        "finishedAt": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+    try:
+        session.objects.patch_namespaced_custom_object(
+            GROUP, VERSION, session.namespace, REQUESTS, name, {"spec": {"outcome": reported}}
+        )
+    except ApiException as exc:
+        click.echo(
+            f"warning: the outcome was not recorded: "
+            f"{api_message(exc, f'remediationrequest {session.namespace}/{name}')}",
+            err=True,
+        )

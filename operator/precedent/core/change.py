@@ -17,16 +17,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from precedent.core.effects import CAPACITY_CHANGE, TextReading
+from precedent.core.kinds import KIND_PATHS
 from precedent.core.normalize import canonical_resource_type
 from precedent.models import ObservedTarget, RequestChange
 
 __all__ = [
+    "ApplyCall",
     "ChangeFacts",
     "LiveTarget",
+    "apply_call",
     "facts_without_change",
     "judge_change",
     "live_target_of",
     "observed_key",
+    "target_moved",
 ]
 
 STATEFUL_KINDS = frozenset({"statefulset"})
@@ -446,3 +450,111 @@ def observed_key(target: LiveTarget | None) -> str:
             target.completed,
         )
     )
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyCall:
+    """One API call that applies a change: method, path under the server, body, content type."""
+
+    method: str
+    path: str
+    body: Mapping[str, Any] | None
+    content_type: str
+    what: str
+    """For people: ``scale deployment/checkout to 12``."""
+
+
+def apply_call(change: RequestChange, kind: str, name: str, namespace: str | None) -> ApplyCall:
+    """The one call that applies ``change`` to the target (ValueError: a kind it cannot
+    change, named in the message)."""
+    canon = canonical_resource_type(kind)
+    where = KIND_PATHS.get(canon)
+    if where is None:
+        raise ValueError(
+            f"spec.target.kind {kind}: kubectl precedent apply changes "
+            f"{', '.join(sorted(KIND_PATHS))}"
+        )
+    prefix, plural, namespaced = where
+    if namespaced and not namespace:
+        raise ValueError(f"spec.target.namespace: a {kind} lives in a namespace; name it")
+    base = f"{prefix}/namespaces/{namespace}/{plural}" if namespaced else f"{prefix}/{plural}"
+    path = f"{base}/{name}"
+    label = f"{canon}/{name}"
+    if change.replicas is not None:
+        return ApplyCall(
+            "PATCH",
+            f"{path}/scale",
+            {"spec": {"replicas": change.replicas}},
+            "application/merge-patch+json",
+            f"scale {label} to {change.replicas}",
+        )
+    if change.image is not None or change.resources is not None:
+        if canon not in ("deployment", "statefulset", "daemonset", "replicaset"):
+            raise ValueError(f"spec.change: a container change needs a workload, not a {kind}")
+        if change.image is not None:
+            container: dict[str, Any] = {
+                "name": change.image.container,
+                "image": change.image.image,
+            }
+            what = f"set image of {change.image.container} on {label} to {change.image.image}"
+        else:
+            assert change.resources is not None
+            container = {
+                "name": change.resources.container,
+                "resources": {
+                    k: v
+                    for k, v in (
+                        ("requests", dict(change.resources.requests)),
+                        ("limits", dict(change.resources.limits)),
+                    )
+                    if v
+                },
+            }
+            what = f"set resources of {change.resources.container} on {label}"
+        return ApplyCall(
+            "PATCH",
+            path,
+            {"spec": {"template": {"spec": {"containers": [container]}}}},
+            "application/strategic-merge-patch+json",
+            what,
+        )
+    if change.delete is not None:
+        return ApplyCall(
+            "DELETE",
+            path,
+            {
+                "kind": "DeleteOptions",
+                "apiVersion": "v1",
+                "propagationPolicy": change.delete.propagation_policy,
+            },
+            "application/json",
+            f"delete {label} ({change.delete.propagation_policy})",
+        )
+    assert change.patch is not None
+    return ApplyCall(
+        "PATCH", path, dict(change.patch), "application/merge-patch+json", f"patch {label}"
+    )
+
+
+def target_moved(
+    observed: ObservedTarget | None, now: LiveTarget, change: RequestChange
+) -> str | None:
+    """Why the target is no longer the one the change was judged against (None: it is)."""
+    if observed is None:
+        return "the answer recorded no live target (it was judged without reading it)"
+    if observed.exists != now.exists:
+        return "the target was created since the answer" if now.exists else "the target is gone"
+    if observed.uid and now.uid and observed.uid != now.uid:
+        return f"the target was replaced (uid {observed.uid} → {now.uid})"
+    replicas = change.replicas
+    if replicas is None and change.patch is not None:
+        spec = change.patch.get("spec")
+        if isinstance(spec, Mapping) and isinstance(spec.get("replicas"), int):
+            replicas = int(spec["replicas"])
+    if replicas is not None and observed.replicas != now.replicas:
+        return f"its replicas changed from {observed.replicas} to {now.replicas}"
+    if change.image is not None:
+        image = now.images.get(change.image.container)
+        if observed.image != image:
+            return f"the image of {change.image.container} changed from {observed.image} to {image}"
+    return None
