@@ -28,8 +28,8 @@ OUTCOME = {"result": "failed", "message": "pods crash-looped after the restart"}
 def spec_schema() -> Schema:
     (version,) = yaml.safe_load(CRD.read_text())["spec"]["versions"]
     schema = Schema(version["schema"]["openAPIV3Schema"]["properties"]["spec"])
-    # seven immutable fields, the outcome rule, one action, the range of outcome.finishedAt
-    assert attach_rules(schema) == 10
+    # eight immutable fields, the outcome rule, one action, the range of outcome.finishedAt
+    assert attach_rules(schema) == 11
     return schema
 
 

@@ -123,7 +123,7 @@ def _capacity(before: int | None, after: int, target: LiveTarget | None, what: s
 
 
 def _what(target: LiveTarget | None, kind: str, name: str) -> str:
-    return f"{(target.kind if target else canonical_resource_type(kind)).title()} {name}"
+    return f"{kind} {name}"
 
 
 def _delete(target: LiveTarget | None, kind: str, name: str) -> ChangeFacts:

@@ -745,8 +745,8 @@ class Assessor:
                 else f"history says {score:g}"
             )
             floor_text = (
-                f"{precedent}; the change itself {hit.floor.reason} "
-                f"({facts.summary}): at least {hit.floor.band}, {score:g} → {hit.score:g}"
+                f"{precedent}; the change itself {hit.floor.reason}: "
+                f"at least {hit.floor.band}, {score:g} → {hit.score:g}"
             )
             factors.append(
                 RiskFactor(

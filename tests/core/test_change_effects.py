@@ -1,0 +1,161 @@
+"""Effect classes, readings of the text, a change against its live target, danger floors, and
+the call that applies a change (core.effects, core.change, core.floors, core.readings)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from precedent.adapters.action_registry import load_action_registry, load_danger_floors
+from precedent.core.change import LiveTarget, apply_call, judge_change, target_moved
+from precedent.core.effects import read_text
+from precedent.core.floors import FLOOR_SCORES, DangerFloors
+from precedent.core.policy import ActionRegistry
+from precedent.core.readings import read_request
+from precedent.errors import InputError
+from precedent.models import Band, ObservedTarget, RemediationRequestSpec, RequestChange
+
+
+@pytest.mark.parametrize(
+    ("text", "effects"),
+    [
+        ("Reduce checkout from 40 replicas to 12 to free capacity", ["capacity-down"]),
+        ("Scale web up from 2 to 4 replicas", ["capacity-up"]),
+        ("Scale checkout down to 12 replicas for the batch window", ["capacity-down"]),
+        ("Delete the PVC postgres-data to reclaim the disk", ["data-delete"]),
+        ("Bind cluster-admin to the developers group", ["privilege-change"]),
+        ("Drain every node of the system pool at once", ["node-disruption"]),
+        ("grab logs and events for the ticket, do not restart", []),
+        ("Pods crashlooping since the deploy was rolled back", []),
+        ("Raise the CPU target of the inventory HPA from 60% to 75%", []),
+    ],
+)
+def test_the_text_is_read_for_what_it_asks(text: str, effects: list[str]) -> None:
+    assert [r.effect for r in read_text(text)] == effects
+
+
+def test_numbers_give_the_size() -> None:
+    (reading,) = read_text("Reduce checkout from 40 replicas to 12")
+    assert (reading.before, reading.after) == (40, 12)
+
+
+def test_synonyms_share_a_class_and_a_canonical_action() -> None:
+    registry = ActionRegistry()
+    assert registry.effect("reduce_replicas") == registry.effect("scale_down") == "capacity-down"
+    assert registry.canonical_action("reduce_replicas") == "scale_down"
+    assert "reduce_replicas" in registry.synonyms("scale_down")
+    assert registry.effect("made_up_action") is None
+    assert registry.level("delete_namespace") == "ADMIN"
+
+
+def _spec(action: str, description: str = "", **change: object) -> RemediationRequestSpec:
+    body: dict[str, object] = {
+        "action": action,
+        "target": {"kind": "Deployment", "name": "checkout", "namespace": "shop"},
+        "description": description,
+    }
+    if change:
+        body["change"] = change
+    return RemediationRequestSpec.model_validate(body)
+
+
+def test_a_read_only_verb_asking_for_a_write_is_read_as_the_write() -> None:
+    readings = read_request(
+        _spec("collect_diagnostics", "Reduce checkout from 40 replicas to 12"),
+        ActionRegistry(),
+        None,
+    )
+    assert readings.verb.effect == "read-only"
+    (other,) = readings.others
+    assert (other.effect, other.action, other.level) == ("capacity-down", "scale_down", "WRITE")
+    assert "collect_diagnostics is read-only" in (readings.disagreement() or "")
+
+
+def test_a_direction_less_verb_takes_its_direction_from_the_change() -> None:
+    live = LiveTarget("deployment", "checkout", "shop", replicas=4)
+    readings = read_request(_spec("scale_deployment", replicas=8), ActionRegistry(), live)
+    assert readings.verb.effect == "capacity-up"
+    assert readings.disagreement() is None
+
+
+def test_a_change_against_its_live_target() -> None:
+    live = LiveTarget("deployment", "api", "shop", uid="u1", replicas=6, hpa_min=4)
+    facts = judge_change(RequestChange(replicas=2), "Deployment", "api", live)
+    assert facts.effect == "capacity-down"
+    assert facts.facts["capacityRemoved"] == pytest.approx(4 / 6, abs=1e-4)
+    assert facts.facts["belowHpaMin"] is True
+    assert facts.observed is not None
+    assert facts.observed.replicas == 6
+    sts = LiveTarget("statefulset", "db", "data", replicas=3, stateful=True)
+    assert judge_change(RequestChange(replicas=0), "StatefulSet", "db", sts).facts["quorum"]
+    empty = LiveTarget("namespace", "tmp", None, volume_claims=0)
+    assert (
+        judge_change(RequestChange.model_validate({"delete": {}}), "Namespace", "tmp", empty).effect
+        == "object-delete"
+    )
+    assert (
+        judge_change(RequestChange.model_validate({"delete": {}}), "Namespace", "tmp", None).effect
+        == "data-delete"
+    )  # not known whether it holds volumes: the riskier reading
+
+
+def test_floors_raise_and_never_lower() -> None:
+    floors = DangerFloors()
+    hit = floors.strictest("data-delete", 0, {"dataVolumes": 1})
+    assert hit is not None
+    assert hit.score == FLOOR_SCORES[Band.HIGH]
+    assert floors.strictest("data-delete", 2, {"dataVolumes": 1}) is None  # development
+    assert floors.strictest("capacity-down", 0, {"capacityRemoved": 0.2}) is None
+
+
+def test_floor_and_registry_files_name_the_problem(tmp_path: Path) -> None:
+    bad = tmp_path / "floors.yaml"
+    bad.write_text(
+        "floors:\n- effect: capacity-down\n  band: high\n  reason: x\n  when: {toZro: true}\n"
+    )
+    with pytest.raises(InputError, match=r"floors\[0\]\.when\.toZro: unknown fact"):
+        load_danger_floors(bad)
+    bad.write_text("floors:\n- effect: nope\n  band: high\n  reason: x\n")
+    with pytest.raises(InputError, match=r"floors\[0\]\.effect: unknown effect class 'nope'"):
+        load_danger_floors(bad)
+    good = tmp_path / "floors-ok.yaml"
+    good.write_text(
+        "floors:\n- effect: capacity-down\n  band: high\n  reason: any scale-down\n"
+        "  environments: [production, staging]\n"
+    )
+    assert load_danger_floors(good).strictest("capacity-down", 1, {}) is not None
+    registry = tmp_path / "actions.yaml"
+    registry.write_text("WRITE: [shrink]\neffects:\n  capacity-down: [shrink, grow]\n")
+    with pytest.raises(InputError, match=r"effects\.capacity-down: action 'grow' is in no access"):
+        load_action_registry(registry)
+    registry.write_text("WRITE: [shrink]\neffects:\n  capacity-down: [shrink]\n")
+    assert load_action_registry(registry).effect("shrink") == "capacity-down"
+
+
+def test_the_apply_call_and_a_moved_target() -> None:
+    change = RequestChange(replicas=8)
+    call = apply_call(change, "Deployment", "checkout", "shop")
+    assert (call.method, call.path) == (
+        "PATCH",
+        "/apis/apps/v1/namespaces/shop/deployments/checkout/scale",
+    )
+    observed = ObservedTarget(exists=True, uid="u1", replicas=10)
+    same = LiveTarget("deployment", "checkout", "shop", uid="u1", replicas=10)
+    assert target_moved(observed, same, change) is None
+    scaled = LiveTarget("deployment", "checkout", "shop", uid="u1", replicas=9)
+    assert target_moved(observed, scaled, change) == "its replicas changed from 10 to 9"
+    replaced = LiveTarget("deployment", "checkout", "shop", uid="u2", replicas=10)
+    assert "replaced" in (target_moved(observed, replaced, change) or "")
+    with pytest.raises(ValueError, match=r"spec\.target\.kind Widget"):
+        apply_call(change, "Widget", "w", "shop")
+
+
+def test_a_change_is_one_of_a_kind_and_bounded() -> None:
+    with pytest.raises(ValueError, match="exactly one"):
+        RequestChange.model_validate({"replicas": 2, "delete": {}})
+    with pytest.raises(ValueError, match="may not patch status"):
+        RequestChange.model_validate({"patch": {"status": {"x": 1}}})
+    one = RequestChange(replicas=3)
+    assert one.digest() == RequestChange.model_validate({"replicas": 3}).digest()
+    assert one.digest() != RequestChange(replicas=4).digest()
