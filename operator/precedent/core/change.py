@@ -155,7 +155,7 @@ def _delete(target: LiveTarget | None, kind: str, name: str) -> ChangeFacts:
     if target is not None and target.completed:
         facts["completed"] = True
         return ChangeFacts("object-delete", f"deletes {what}, which has completed", facts)
-    if target is not None and target.stateful:
+    if target.stateful if target is not None else canon in STATEFUL_KINDS:
         facts["stateful"] = True
         facts["quorum"] = True
         return ChangeFacts(
