@@ -31,7 +31,7 @@ from precedent.adapters.heap import freeze_startup_heap, limit_arenas, release_f
 from precedent.adapters.kube_api import ApiConnection, KubeApi
 from precedent.errors import DependencyError, InputError, PrecedentError
 from precedent.logging_json import configure_logging, log_format_from_environment
-from precedent.models import API_GROUP, PlaybookHistory, creation_time
+from precedent.models import API_GROUP, PlaybookHistory, creation_time, parse_timestamp
 from precedent.services.approvals import ApprovalService, parse_approval_spec
 from precedent.services.mirror import ObjectMirror, ResyncPlan
 from precedent.services.observability import RequestName
@@ -519,14 +519,53 @@ async def _resync_namespaces(runtime: OperatorRuntime, logger: kopf.Logger) -> N
 # -- requests ---------------------------------------------------------------------------------
 
 
+REASSESS = "precedent.dev/reassess"
+"""Annotation an executor sets (``kubectl precedent apply``) when the target of a change moved
+since its answer: the request is answered again for the target as it is now, and approvals
+made before that moment no longer apply to it."""
+
+
+def _reassess_asked(body: Mapping[str, Any]) -> str | None:
+    """The reassess annotation of a request with a change that has not run, when its answer
+    has not taken it into account yet (None otherwise)."""
+    meta = body.get("metadata") or {}
+    asked = (meta.get("annotations") or {}).get(REASSESS)
+    spec = body.get("spec") or {}
+    if not asked or not spec.get("change") or spec.get("outcome"):
+        return None
+    change = (body.get("status") or {}).get("change") or {}
+    return None if change.get("asked") == asked else str(asked)
+
+
+def _after_ask(meta: Mapping[str, Any], approvals: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The approvals made after the last reassess ask (all of them when there was none): an
+    approval was for the target as it was when it was made."""
+    asked = (meta.get("annotations") or {}).get(REASSESS)
+    if not asked:
+        return approvals
+    try:
+        moment = parse_timestamp(asked, f"metadata.annotations.{REASSESS}")
+    except ValueError:
+        return []  # an unreadable ask: no earlier approval is known to be for this target
+    kept = []
+    for approval in approvals:
+        made = creation_time(approval.get("metadata") or {})
+        if made is not None and made >= moment:
+            kept.append(approval)
+    return kept
+
+
 def _answered(body: kopf.Body, runtime: OperatorRuntime) -> bool:
     """This operator's answer (a valid mark), given in facts that still hold: its target's
-    namespace was not relabelled since (a request that ran keeps its answer)."""
+    namespace was not relabelled since, and no executor asked for a new answer because the
+    target moved (a request that ran keeps its answer)."""
     if not runtime.signer.answered(body):
         return False
     spec = body.get("spec") or {}
     if spec.get("outcome"):
         return True
+    if _reassess_asked(body) is not None:
+        return False
     namespace = (body.get("metadata") or {}).get("namespace")
     return not runtime.assessor.facts_changed(spec, namespace, body.get("status") or {})
 
@@ -593,9 +632,12 @@ async def _answer(
             now=now,
             anchor=creation_time(meta),
             attempt=retry + 1,
-            approve=runtime.approvals.applier(body, list(approvals.get(key, [])), now),
+            approve=runtime.approvals.applier(
+                body, _after_ask(meta, list(approvals.get(key, []))), now
+            ),
             prior=dict(status),
             namespace=namespace,
+            asked=(meta.get("annotations") or {}).get(REASSESS) if spec.get("change") else None,
         )
         # A Namespace relabelled while this request was being assessed: the handler that
         # answers again the requests of a relabelled namespace passed this one by (it had no
@@ -686,7 +728,14 @@ def _request_event_matters(
         type == "DELETED"
         or _outcome_may_change(type, uid, spec, runtime)
         or _forged(type, body, runtime)
+        or _moved(type, body, runtime)
     )
+
+
+def _moved(type: str | None, body: kopf.Body, runtime: OperatorRuntime) -> bool:
+    # An answered request whose executor found the target moved: answered again here (an
+    # unanswered one is answered by the create handler, which reads the annotation).
+    return type != "DELETED" and _reassess_asked(body) is not None and runtime.signer.answered(body)
 
 
 @kopf.on.event(*REQUESTS, id="request-event", when=_request_event_matters)
@@ -712,6 +761,19 @@ async def request_event(
         runtime.outcomes.observe(uid, spec, status)
     if _forged(type, body, runtime):
         await _correct_forged_approval(body, spec, status, meta, patch, runtime, logger, kwargs)
+    elif _moved(type, body, runtime):
+        logger.info("the target moved since the answer (%s): answering again", REASSESS)
+        update = await _answer_and_post(body, spec, status, meta, runtime, 0, kwargs["approvals"])
+        patch.status.update(update.patch())
+        _post(
+            body,
+            EventNote(
+                "Normal",
+                "TargetMoved",
+                "an executor found the target changed since the answer; answered again for "
+                "the target as it is now (approvals made before no longer apply)",
+            ),
+        )
 
 
 async def _correct_forged_approval(

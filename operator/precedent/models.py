@@ -1221,6 +1221,12 @@ class ChangeStatus(WireModel):
     observed: ObservedTarget | None = Field(
         default=None, description="The live target the change was judged against."
     )
+    asked: str | None = Field(
+        default=None,
+        max_length=64,
+        description="The precedent.dev/reassess annotation this answer took into account (an "
+        "executor found the target moved and asked for a new answer).",
+    )
 
 
 class Assessment(WireModel):

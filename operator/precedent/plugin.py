@@ -525,9 +525,16 @@ def apply_change(ctx: click.Context, ref: str, dry_run: bool) -> None:
     observed = ObservedTarget.model_validate(judged["observed"]) if judged.get("observed") else None
     moved = target_moved(observed, now, change)
     if moved is not None:
+        asked = _ask_again(session, name)
         fail(
-            f"{where}: refused: {moved} since the answer; the change was judged against another "
-            "target. Create a new RemediationRequest for the target as it is now"
+            f"{where}: refused: {moved} since the answer, which judged the change against the "
+            "target as it was. "
+            + (
+                "The operator answers it again for the target as it is now (approvals made "
+                "before no longer apply): wait for Ready and apply again"
+                if asked
+                else "Create a new RemediationRequest for the target as it is now"
+            )
         )
     try:
         _call(session, call, dry_run=dry_run)
@@ -541,6 +548,25 @@ def apply_change(ctx: click.Context, ref: str, dry_run: bool) -> None:
         return
     _report(session, name, "succeeded", f"applied: {call.what}"[:1024])
     click.echo(f"{call.what}: applied; remediationrequest.precedent.dev/{name} outcome succeeded")
+
+
+def _ask_again(session: Session, name: str) -> bool:
+    """Ask the operator for a new answer (annotation precedent.dev/reassess); False when the
+    user may not annotate the request."""
+    moment = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    try:
+        session.objects.patch_namespaced_custom_object(
+            GROUP,
+            VERSION,
+            session.namespace,
+            REQUESTS,
+            name,
+            {"metadata": {"annotations": {"precedent.dev/reassess": moment}}},
+        )
+    except ApiException as exc:
+        click.echo(f"warning: {api_message(exc, f'remediationrequest {name}')}", err=True)
+        return False
+    return True
 
 
 def _report(session: Session, name: str, result: str, message: str) -> None:

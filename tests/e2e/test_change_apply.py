@@ -29,10 +29,15 @@ from precedent_sandbox.control_plane import User
 from tests.backends import fresh_control_plane, real_server_unavailable
 from tests.e2e.test_install_readme import INSTALL, REPO, readme_commands
 from tests.e2e.test_real_operator import Cluster, Operator, answered
+from tests.helpers import eventually
 
 pytestmark = pytest.mark.e2e
 
-USERS = {"rita-token": User("rita", ("sre",)), "erin-token": User("erin", ("automation",))}
+USERS = {
+    "rita-token": User("rita", ("sre",)),
+    "erin-token": User("erin", ("automation",)),
+    "alma-token": User("alma", ("sre-leads",)),
+}
 NAMESPACE = "shop"
 
 DEPLOYMENT = {
@@ -98,6 +103,13 @@ def installed(real_etcd: Any, tmp_path_factory: pytest.TempPathFactory) -> Itera
         cluster.kubectl(
             "create",
             "clusterrolebinding",
+            "alma-approves",
+            "--clusterrole=precedent-approver",
+            "--user=alma",
+        )
+        cluster.kubectl(
+            "create",
+            "clusterrolebinding",
             "erin-executes",
             "--clusterrole=precedent-executor",
             "--user=erin",
@@ -131,23 +143,27 @@ def installed(real_etcd: Any, tmp_path_factory: pytest.TempPathFactory) -> Itera
 class Executor:
     """``kubectl precedent`` as erin: the server's kubectl finds the plugin on ``PATH``."""
 
-    def __init__(self, cluster: Cluster) -> None:
+    def __init__(self, cluster: Cluster, user: str = "erin") -> None:
         self.kubectl = cluster.server.kubectl
-        self.kubeconfig = cluster.server.write_kubeconfig(cluster.home / "erin-plugin", user="erin")
+        self.kubeconfig = cluster.server.write_kubeconfig(
+            cluster.home / f"{user}-plugin", user=user
+        )
         self.env = {
             **os.environ,
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
         }
 
     def apply(self, name: str) -> subprocess.CompletedProcess[str]:
+        return self.plugin("apply", f"rr/{name}")
+
+    def plugin(self, *args: str) -> subprocess.CompletedProcess[str]:
         # kubectl finds a plugin by the words before the first flag, and hands it every flag
         # given after them: the plugin reads --kubeconfig itself.
         return subprocess.run(
             [
                 str(self.kubectl),
                 "precedent",
-                "apply",
-                f"rr/{name}",
+                *args,
                 "-n",
                 NAMESPACE,
                 "--kubeconfig",
@@ -238,6 +254,44 @@ def test_apply_runs_exactly_the_approved_change_as_the_executor(
         assert "replicas changed from 8 to 9" in moved.stderr, moved.stderr
         assert replicas(cluster) == "9"
         assert "outcome" not in request(cluster, "checkout-to-6")["spec"]
+        assert "answers it again" in moved.stderr, moved.stderr
+
+        # ... and answered again for the target as it is now (9 → 6), then it runs.
+        def reanswered(name: str, observed: int) -> dict[str, Any] | None:
+            found = request(cluster, name)
+            change = (found.get("status") or {}).get("change") or {}
+            return found if (change.get("observed") or {}).get("replicas") == observed else None
+
+        six = eventually(lambda: reanswered("checkout-to-6", 9), timeout=120)
+        assert six["status"]["change"]["asked"], six["status"]["change"]
+        assert six["status"]["risk"]["decision"] == "Approved", six["status"]
+        rerun = executor.apply("checkout-to-6")
+        assert rerun.returncode == 0, (rerun.stdout, rerun.stderr)
+        assert replicas(cluster) == "6"
+
+        # A human approval is for the target as it was: the escalated 10 → 2, approved by alma,
+        # now meets 6 replicas. Refused, answered again for 6 → 2, and the earlier approval
+        # no longer applies: it waits for a new one.
+        approver = Executor(cluster, "alma")
+        approved = approver.plugin("approve", "rr/checkout-to-2", "--reason", "batch window CHG-1")
+        assert approved.returncode == 0, (approved.stdout, approved.stderr)
+
+        def decision(name: str, wanted: str) -> dict[str, Any] | None:
+            found = request(cluster, name)
+            return (
+                found
+                if (found.get("status") or {}).get("risk", {}).get("decision") == wanted
+                else None
+            )
+
+        eventually(lambda: decision("checkout-to-2", "Approved"), timeout=120)
+        stale = executor.apply("checkout-to-2")
+        assert stale.returncode == 1, (stale.stdout, stale.stderr)
+        assert "replicas changed from 10 to 6" in stale.stderr, stale.stderr
+        two = eventually(lambda: reanswered("checkout-to-2", 6), timeout=120)
+        assert two["status"]["risk"]["decision"] == "Escalated", two["status"]
+        assert replicas(cluster) == "6"
+        assert executor.apply("checkout-to-2").returncode == 1
 
         # One approval, one change: the change of an answered request cannot be swapped.
         swapped = cluster.kubectl(

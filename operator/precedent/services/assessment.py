@@ -901,6 +901,7 @@ class Assessor:
         approve: Callable[[Assessment], tuple[Assessment, str | None]] | None = None,
         prior: Mapping[str, Any] | None = None,
         namespace: str | None = None,
+        asked: str | None = None,
     ) -> StatusUpdate:
         """The status a request should have now: assessed (and signed), invalid, waiting for a
         dependency, or — after an unexpected error — retrying (a bounded number of ``attempt``s,
@@ -910,7 +911,8 @@ class Assessor:
         (``ApprovalService.applier``), so an answer assessed again keeps its human decision.
         ``prior`` is the status the request has now: a decision it states is never turned more
         permissive without an approval (``no_more_permissive``). ``namespace`` is the
-        request's own (the environment's fallback when the target names none).
+        request's own (the environment's fallback when the target names none). ``asked``
+        is the ``precedent.dev/reassess`` annotation this answer takes into account.
         """
         try:
             assessment = await self.assess(spec, now=anchor or now, namespace=namespace)
@@ -934,6 +936,10 @@ class Assessor:
             return StatusUpdate.failed(
                 error, attempts=attempts, generation=generation, previous=previous, now=now
             )
+        if asked is not None and assessment.change is not None:
+            # The executor's ask for an answer on the target as it is now, answered.
+            change = assessment.change.model_copy(update={"asked": asked[:64]})
+            assessment = assessment.model_copy(update={"change": change})
         expired = None
         if approve is not None:
             assessment, expired = approve(assessment)
