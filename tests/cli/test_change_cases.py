@@ -27,12 +27,12 @@ KNOWN_MISSES = {
 }
 
 
-def _answers() -> dict[str, dict[str, Any]]:
+def _answers(cases: str = "requests.yaml") -> dict[str, dict[str, Any]]:
     result = CliRunner().invoke(
         main,
         [
             "score",
-            str(DATA / "requests.yaml"),
+            str(DATA / cases),
             "-f",
             str(DATA / "cluster.yaml"),
             "--as-of",
@@ -51,10 +51,10 @@ def answers() -> dict[str, dict[str, Any]]:
     return _answers()
 
 
-def _labels() -> dict[str, str]:
+def _labels(cases: str = "requests.yaml") -> dict[str, str]:
     return {
         d["metadata"]["name"]: d["metadata"]["annotations"]["test.precedent.dev/expect"]
-        for d in yaml.safe_load_all((DATA / "requests.yaml").read_text())
+        for d in yaml.safe_load_all((DATA / cases).read_text())
         if d
     }
 
@@ -118,3 +118,19 @@ def test_a_completed_job_is_judged_on_its_own_facts(answers: dict[str, dict[str,
     namespace = answers["delete-payments-namespace"]
     assert namespace["change"]["effect"] == "data-delete"
     assert namespace["risk"]["band"] == "high"
+
+
+@pytest.mark.parametrize("name", sorted(_labels("requester.yaml")))
+def test_what_a_requester_tried_does_not_get_through(name: str) -> None:
+    risk = _tried()[name]["risk"]
+    label = _labels("requester.yaml")[name]
+    assert _holds(label, risk), f"{name}: expected {label}, got {risk['band']} {risk['decision']}"
+
+
+_TRIED: dict[str, dict[str, Any]] = {}
+
+
+def _tried() -> dict[str, dict[str, Any]]:
+    if not _TRIED:
+        _TRIED.update(_answers("requester.yaml"))
+    return _TRIED

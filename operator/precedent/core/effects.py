@@ -74,26 +74,42 @@ class TextReading:
     """Replicas after it."""
 
 
-_NUM = r"(\d{1,6}|zero|one|two|three|four|five|six|seven|eight|nine|ten)"
 _WORDS = {
-    "zero": 0,
-    "one": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-}
+    word: n
+    for n, word in enumerate(
+        [
+            "zero",
+            "one",
+            "two",
+            "three",
+            "four",
+            "five",
+            "six",
+            "seven",
+            "eight",
+            "nine",
+            "ten",
+            "eleven",
+            "twelve",
+            "thirteen",
+            "fourteen",
+            "fifteen",
+            "sixteen",
+            "seventeen",
+            "eighteen",
+            "nineteen",
+            "twenty",
+        ]
+    )
+} | {"thirty": 30, "forty": 40, "fifty": 50, "hundred": 100}
+_NUM = r"(\d{1,6}|" + "|".join(sorted(_WORDS, key=len, reverse=True)) + ")"
 _FLAGS = re.IGNORECASE
 _FROM_TO = re.compile(
     rf"\bfrom\s+{_NUM}\s*(?:replicas?|pods?|instances?|nodes?)?\s+(?:down\s+|up\s+)?to\s+{_NUM}\b",
     _FLAGS,
 )
 _CAPACITY_NOUN = r"(?:replicas?|capacity|instances?|pods?|workers?|nodes?)"
+_TO_COUNT = re.compile(rf"\bto\s+{_NUM}\s*(?:replicas?|pods?|instances?)\b", _FLAGS)
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "capacity-down",
@@ -104,7 +120,13 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             + _CAPACITY_NOUN
             + r"\b"
             r"|--replicas[= ]0\b"
-            r"|\bto\s+(?:zero|0)\s+(?:replicas?|pods?|instances?)",
+            r"|\bto\s+(?:zero|0)\s+(?:replicas?|pods?|instances?)"
+            r"|\b(?:bring|take|turn|dial|wind|ramp|step)\w*\s+(?:[\w./-]+\s+){0,3}?down\b"
+            r"|\bdown\s+to\s+" + _NUM + r"\s*" + _CAPACITY_NOUN + r"\b"
+            # A replica count set with no direction said: read as a decrease, the riskier.
+            r"|\b(?:set|resize|put|pin|change|make)\w*\b[^.;\n]{0,50}?\bto\s+"
+            + _NUM
+            + r"\s*(?:replicas?|pods?|instances?)\b",
             _FLAGS,
         ),
     ),
@@ -225,6 +247,12 @@ def read_text(text: str) -> list[TextReading]:
             if effect == "object-delete" and "data-delete" in found:
                 continue
             found[effect] = TextReading(effect, match.group(0).strip()[:120])
+        count = _TO_COUNT.search(sentence)
+        held = found.get("capacity-down")
+        if count is not None and held is not None and held.after is None:
+            found["capacity-down"] = TextReading(
+                "capacity-down", held.evidence, None, _number(count.group(1))
+            )
         numbers = _FROM_TO.search(sentence)
         if numbers is not None and re.search(_CAPACITY_NOUN, sentence, _FLAGS):
             before, after = _number(numbers.group(1)), _number(numbers.group(2))

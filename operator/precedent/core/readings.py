@@ -171,8 +171,12 @@ def read_request(
         if t.effect in seen or (t.effect == "restart" and verb.effect is None):
             continue
         facts = facts_without_change(t.effect, kind, name, target, list(text), spec.description)
-        others.append(_reading(registry, t.effect, "spec.description", verb_level, facts))
-        seen.add(t.effect)
+        # "Set checkout to 12 replicas" is a decrease or an increase by the live count.
+        effect = facts.effect if t.effect in SIZED_EFFECTS else t.effect
+        if effect in seen:
+            continue
+        others.append(_reading(registry, effect, "spec.description", verb_level, facts))
+        seen.add(effect)
     return Readings(spec.action, verb, tuple(others), tuple(text), change)
 
 
