@@ -114,23 +114,13 @@ def installed(real_etcd: Any, tmp_path_factory: pytest.TempPathFactory) -> Itera
             "--clusterrole=precedent-executor",
             "--user=erin",
         )
-        # Erin may scale Deployments in the shop namespace only: the plugin acts as erin. (The
-        # built-in `edit` role is filled by the clusterrole-aggregation controller, which this
-        # control plane does not run, so the rule is spelled out.)
-        cluster.kubectl(
-            "create",
-            "role",
-            "deployment-scaler",
-            "--verb=get,list,patch,update",
-            "--resource=deployments.apps,deployments.apps/scale",
-            "-n",
-            NAMESPACE,
-        )
+        # Erin may change what the built-in `edit` role allows, in the shop namespace only:
+        # the plugin acts as erin.
         cluster.kubectl(
             "create",
             "rolebinding",
-            "erin-scales",
-            "--role=deployment-scaler",
+            "erin-edits",
+            "--clusterrole=edit",
             "--user=erin",
             "-n",
             NAMESPACE,
