@@ -243,6 +243,15 @@ def render(body: dict[str, Any], approvals: list[dict[str, Any]]) -> str:
             f"    {factor.get('contribution'):+} {factor.get('name')}: {factor.get('detail')}"
         )
     lines.append(f"  reasoning:  {risk.get('reasoning')}")
+    change = status.get("change")
+    if change:
+        read = ", ".join(change.get("readings") or []) or change.get("effect")
+        lines.append(
+            f"  change:     {change.get('summary')} (read as {read}; answered for "
+            f"{change.get('effect')})"
+        )
+        if change.get("hash"):
+            lines.append(f"              {change['hash']} (what an approval is for)")
     similar = _reasoning_order(status.get("similarIncidents", []), risk.get("mostRelevantIncident"))
     if similar:
         lines.append("  similar incidents:")

@@ -39,6 +39,14 @@ USERS = {
     "alma-token": User("alma", ("sre-leads",)),
 }
 NAMESPACE = "shop"
+README_APPLIED = (
+    "scale deployment/checkout to 8: applied; "
+    "remediationrequest.precedent.dev/checkout-to-8 outcome succeeded\n"
+)
+README_AGAIN = (
+    "error: remediationrequest shop/checkout-to-8: already ran (spec.outcome succeeded); "
+    "an approved change runs once\n"
+)
 
 DEPLOYMENT = {
     "apiVersion": "apps/v1",
@@ -217,6 +225,8 @@ def test_apply_runs_exactly_the_approved_change_as_the_executor(
         # The approved change runs, as erin, and its outcome is reported.
         done = executor.apply("checkout-to-8")
         assert done.returncode == 0, (done.stdout, done.stderr)
+        # The README's output, word for word.
+        assert done.stdout == README_APPLIED, done.stdout
         assert replicas(cluster) == "8"
         ran = request(cluster, "checkout-to-8")
         assert ran["spec"]["outcome"]["result"] == "succeeded", ran["spec"]
@@ -224,7 +234,7 @@ def test_apply_runs_exactly_the_approved_change_as_the_executor(
         # ... once.
         again = executor.apply("checkout-to-8")
         assert again.returncode == 1, (again.stdout, again.stderr)
-        assert "already ran" in again.stderr, again.stderr
+        assert again.stderr == README_AGAIN, again.stderr
         assert replicas(cluster) == "8"
 
         # The target moves between the answer and the run: the approved change is refused.
