@@ -5,8 +5,8 @@ Anyone who may write ``remediationrequests/status`` could otherwise pre-approve 
 answer alone. The operator therefore signs what it writes: an HMAC-SHA256, keyed by a secret
 only the operator reads (``PRECEDENT_STATUS_KEY``, from a Kubernetes Secret), over the
 request's uid and the answer (decision, band, score, approval, input hash, the verified
-context it was given in, and the ``Approved`` condition executors wait on: its status, reason
-and message). The spec is
+context it was given in, the ``Approved`` condition executors wait on: its status, reason
+and message, and the hash of the change it judged, ``status.change.hash``, when there is one). The spec is
 immutable but for ``spec.outcome``, which is not an input of the assessment, so an answer
 stands across generations. A request counts as answered only when its status carries a valid
 mark; anything else is assessed again and overwritten.
@@ -64,7 +64,7 @@ class StatusSigner:
     @staticmethod
     def _message(uid: str, status: Mapping[str, Any]) -> bytes:
         risk = status.get("risk") or {}
-        parts = (
+        parts: tuple[str, ...] = (
             uid,
             str(risk.get("decision", "")),
             str(risk.get("band", "")),
@@ -74,6 +74,11 @@ class StatusSigner:
             _approved_condition(status),
             str((status.get("context") or {}).get("facts") or ""),
         )
+        change = status.get("change") or {}
+        if isinstance(change, Mapping) and change.get("hash"):
+            # The change the answer is for: signed when there is one, so answers without a
+            # change keep their marks.
+            parts = (*parts, str(change["hash"]))
         return "\0".join(parts).encode()
 
     def sign(self, uid: str, status: Mapping[str, Any]) -> str:
