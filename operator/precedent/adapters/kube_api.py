@@ -221,6 +221,39 @@ class KubeApi:
         )
         _raise_for(response, f"patch RemediationRequest {namespace}/{name} status")
 
+    async def list_requests(self, namespace: str) -> list[dict[str, Any]]:
+        """Every RemediationRequest of ``namespace``."""
+        return await self.list_path(
+            f"{API_PREFIX}/namespaces/{namespace}/remediationrequests", limit=500
+        )
+
+    async def create_request(self, namespace: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """POST a RemediationRequest (``generateName`` allowed); the object created."""
+        response = await self._send(
+            "POST",
+            f"{API_PREFIX}/namespaces/{namespace}/remediationrequests",
+            body,
+            "application/json",
+        )
+        _raise_for(response, f"create RemediationRequest in {namespace}")
+        return dict(response.json())
+
+    async def patch_object(
+        self, path: str, body: Mapping[str, Any], content_type: str = "application/merge-patch+json"
+    ) -> dict[str, Any]:
+        """PATCH the object at ``path``; the object after."""
+        response = await self._send("PATCH", path, body, content_type)
+        _raise_for(response, f"patch {path}")
+        return dict(response.json())
+
+    async def create_object(self, path: str, body: Mapping[str, Any]) -> Created:
+        """POST ``body`` to the list at ``path``; ``exists`` when it is there already (409)."""
+        response = await self._send("POST", path, body, "application/json")
+        if response.status == 409:
+            return "exists"
+        _raise_for(response, f"create in {path}")
+        return "created"
+
     async def list_cluster_objects(self, plural: str, *, page: int = 500) -> list[dict[str, Any]]:
         """Every object of a Precedent resource (``incidents``, ``playbooks``; requests in all
         namespaces), read in pages of ``page``."""

@@ -6,9 +6,9 @@ answer alone. The operator therefore signs what it writes: an HMAC-SHA256, keyed
 only the operator reads (``PRECEDENT_STATUS_KEY``, from a Kubernetes Secret), over the
 request's uid and the answer (decision, band, score, approval, input hash, the verified
 context it was given in, the ``Approved`` condition executors wait on: its status, reason
-and message, and the hash of the change it judged, ``status.change.hash``, when there is one). The spec is
-immutable but for ``spec.outcome``, which is not an input of the assessment, so an answer
-stands across generations. A request counts as answered only when its status carries a valid
+and message, and the hash of the change it judged, ``status.change.hash``, when there is
+one). The spec is immutable but for ``spec.outcome``, which is not an input of the
+assessment, so an answer stands across generations. A request counts as answered only when its status carries a valid
 mark; anything else is assessed again and overwritten.
 
 Without a configured key the operator draws a random one at start: marks then hold for the
