@@ -8,8 +8,8 @@ request's uid and the answer (decision, band, score, approval, input hash, the v
 context it was given in, the ``Approved`` condition executors wait on: its status, reason
 and message, and the hash of the change it judged, ``status.change.hash``, when there is
 one). The spec is immutable but for ``spec.outcome``, which is not an input of the
-assessment, so an answer stands across generations. A request counts as answered only when its status carries a valid
-mark; anything else is assessed again and overwritten.
+assessment, so an answer stands across generations. A request counts as answered only when
+its status carries a valid mark; anything else is assessed again and overwritten.
 
 Without a configured key the operator draws a random one at start: marks then hold for the
 life of the process, and every request is re-assessed after a restart. That is allowed in
