@@ -29,8 +29,10 @@ import prometheus_client
 
 from precedent.adapters.heap import freeze_startup_heap, limit_arenas, release_free_memory
 from precedent.adapters.kube_api import ApiConnection, KubeApi
+from precedent.core.guard import GuardMode, change_key, change_of, guard_key
 from precedent.errors import DependencyError, InputError, PrecedentError
 from precedent.logging_json import configure_logging, log_format_from_environment
+from precedent.metrics import METRICS
 from precedent.models import API_GROUP, PlaybookHistory, creation_time, parse_timestamp
 from precedent.services.approvals import ApprovalService, parse_approval_spec
 from precedent.services.mirror import ObjectMirror, ResyncPlan
@@ -38,7 +40,7 @@ from precedent.services.observability import RequestName
 from precedent.services.outcomes import RequestRef
 from precedent.services.status import EventNote, StatusUpdate
 from precedent.settings import load_settings
-from precedent.wiring import OperatorRuntime, build_runtime
+from precedent.wiring import OperatorRuntime, build_runtime, prepare_guard
 
 VERSION = "v1alpha1"
 REQUESTS = (API_GROUP, VERSION, "remediationrequests")
@@ -158,6 +160,19 @@ async def configure(
         _stop(f"invalid configuration: {exc}")
     except (OSError, MemoryError) as exc:
         _stop(f"cannot load the configuration: {exc}")
+    # The guard's webhook (every replica serves it; see the guard handlers below).
+    try:
+        tls = await prepare_guard(config.guard, api)
+    except PrecedentError as exc:
+        _stop(f"guard: {exc}")
+    settings.admission.server = kopf.WebhookServer(
+        addr="0.0.0.0",
+        port=config.guard.port or None,
+        host=config.guard.service,
+        certfile=str(tls.certfile),
+        pkeyfile=str(tls.keyfile),
+    )
+    settings.admission.managed = None  # manifests/guard/ is the configuration
     # Peering (ignored with --standalone): a random priority unless one is set, so that two
     # replicas never tie; the lifetime bounds how long a standby waits after a crash.
     settings.peering.priority = (
@@ -1146,3 +1161,119 @@ def probe_history(memo: kopf.Memo, **_: Any) -> int:
 def probe_playbooks(memo: kopf.Memo, **_: Any) -> int:
     """Liveness/readiness detail at /healthz: playbooks in the in-process catalog."""
     return _runtime(memo).objects.playbook_count()
+
+
+# -- the guard of direct changes (admission) -------------------------------------------------
+# kopf serves the webhooks (its server runs in every replica, whatever peering pauses); the
+# ValidatingWebhookConfiguration is Precedent's own (manifests/guard/): kopf's managed
+# configuration cannot say which namespaces (the precedent.dev/guard label), which changes (CEL
+# match conditions), a short timeout, or Fail for enforce and Ignore for warn.
+
+_GUARDED = {
+    ("apps", "deployments"),
+    ("apps", "statefulsets"),
+    ("apps", "replicasets"),
+    ("", "persistentvolumeclaims"),
+    ("", "namespaces"),
+    ("rbac.authorization.k8s.io", "rolebindings"),
+}
+
+
+def _guarded(resource: kopf.Resource) -> bool:
+    return (resource.group, resource.plural) in _GUARDED and resource.version == "v1"
+
+
+def _with_change(spec: kopf.Spec, **_: Any) -> bool:
+    return bool(spec.get("change")) and not spec.get("outcome")
+
+
+@kopf.index(*REQUESTS, id="requests_by_target", when=_with_change)
+def index_request_by_target(
+    body: kopf.Body, **_: Any
+) -> dict[tuple[str, str, str], dict[str, Any]]:
+    """Requests with a change that has not run, by (target namespace, kind, name): what the
+    guard looks up first."""
+    return {guard_key(body): dict(body)}
+
+
+async def _guard(
+    mode: GuardMode,
+    resource: kopf.Resource,
+    subresource: str | None,
+    operation: str | None,
+    body: kopf.Body,
+    old: kopf.Body | None,
+    new: kopf.Body | None,
+    userinfo: Mapping[str, Any],
+    warnings: list[str],
+    dryrun: bool,
+    memo: kopf.Memo,
+    requests_by_target: kopf.Index[tuple[str, str, str], dict[str, Any]],
+) -> None:
+    runtime: OperatorRuntime | None = getattr(memo, "runtime", None)
+    if runtime is None:
+        raise kopf.AdmissionError("precedent guard: the operator is starting; try again", code=503)
+    meta = body.get("metadata") or {}
+    namespace = None if resource.plural == "namespaces" else meta.get("namespace")
+    name = str(meta.get("name") or "")
+    change = change_of(
+        resource.plural, subresource, str(operation or ""), namespace, name, old, new
+    )
+    if change is None:
+        return  # not a change the guard weighs (the match conditions let it through)
+    started = time.perf_counter()
+    answer = await runtime.guard.review(
+        change,
+        mode=mode,
+        user=str(userinfo.get("username") or ""),
+        groups=[str(g) for g in userinfo.get("groups") or []],
+        old=dict(old) if old is not None else None,
+        dry_run=dryrun,
+        known=list(requests_by_target.get(change_key(change), [])),
+    )
+    METRICS.guard_latency.labels(answer.outcome).observe(time.perf_counter() - started)
+    warnings.extend(answer.warnings)
+    if not answer.allowed:
+        raise kopf.AdmissionError(answer.message, code=403)
+
+
+@kopf.on.validate(
+    _guarded,
+    id="guard-enforce",
+    subresource="*",
+    operations=["CREATE", "UPDATE", "DELETE"],
+    side_effects=True,
+)
+async def guard_enforce(**kwargs: Any) -> None:
+    """A risky direct change to a namespace labelled ``precedent.dev/guard: enforce``."""
+    await _guard("enforce", **_guard_args(kwargs))
+
+
+@kopf.on.validate(
+    _guarded,
+    id="guard-warn",
+    subresource="*",
+    operations=["CREATE", "UPDATE", "DELETE"],
+    side_effects=True,
+    ignore_failures=True,
+)
+async def guard_warn(**kwargs: Any) -> None:
+    """A risky direct change to a namespace labelled ``precedent.dev/guard: warn``."""
+    await _guard("warn", **_guard_args(kwargs))
+
+
+def _guard_args(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    names = (
+        "resource",
+        "subresource",
+        "operation",
+        "body",
+        "old",
+        "new",
+        "userinfo",
+        "warnings",
+        "dryrun",
+        "memo",
+        "requests_by_target",
+    )
+    return {n: kwargs.get(n) for n in names}

@@ -43,6 +43,13 @@ Reported outcomes:
   ``failed``, ``partial``), once per handling: a restart before the handling was recorded in the
   request's status may count one again in the new process.
 
+The guard (direct changes to namespaces labelled ``precedent.dev/guard``):
+
+* ``precedent_guard_decisions_total{mode, outcome}`` — admission requests answered: ``mode``
+  ``enforce`` or ``warn``, ``outcome`` ``covered`` (an approved request for exactly the change),
+  ``break-glass``, ``warned`` or ``refused``.
+* ``precedent_guard_duration_seconds{outcome}`` — the time to answer one.
+
 Fleet memory (seed 001):
 
 * ``precedent_memory_queries_total{status}`` — one per request that asked the memory:
@@ -157,6 +164,20 @@ class Metrics:
             "precedent_context_api_request_duration_seconds",
             "Context API server request latency by endpoint and status code.",
             ["endpoint", "status"],
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )
+        self.guard_decisions = Counter(
+            "precedent_guard_decisions_total",
+            "Direct changes the guard answered, by the namespace's mode (enforce or warn) and "
+            "outcome (covered, break-glass, warned, refused).",
+            ["mode", "outcome"],
+            registry=registry,
+        )
+        self.guard_latency = Histogram(
+            "precedent_guard_duration_seconds",
+            "Time to answer one admission request of the guard.",
+            ["outcome"],
             buckets=LATENCY_BUCKETS,
             registry=registry,
         )

@@ -61,6 +61,7 @@ __all__ = [
     "CatalogSource",
     "ContextSettings",
     "GraphSettings",
+    "GuardSettings",
     "HistorySettings",
     "MemorySettings",
     "ObservabilitySettings",
@@ -829,6 +830,57 @@ class OperatorRuntimeSettings(_Group):
     )
 
 
+class GuardSettings(_Group):
+    """The guard of direct changes to namespaces labelled ``precedent.dev/guard``."""
+
+    port: int = _flat(
+        "guard_port",
+        9443,
+        ge=0,
+        le=65535,
+        description="Port the guard's admission webhook listens on (HTTPS; 0: any free port).",
+    )
+    service: str = _flat(
+        "guard_service",
+        "precedent-guard.precedent-system.svc",
+        min_length=1,
+        description="The name the API server reaches the webhook at: the Service's DNS name, "
+        "written into the operator's own serving certificate.",
+    )
+    url: str | None = _flat(
+        "guard_url",
+        None,
+        description="Where the API server calls the webhook when the operator runs outside "
+        "the cluster (e.g. https://127.0.0.1:9443); the webhook configuration is pointed "
+        "there. Unset: the configuration's Service.",
+    )
+    cert_dir: Path | None = _flat(
+        "guard_cert_dir",
+        None,
+        description="Directory with tls.crt and tls.key from cert-manager (its CA injector "
+        "fills the configuration's caBundle). Unset: the operator keeps its own CA in a "
+        "Secret and writes the caBundle.",
+    )
+    configuration: str = _flat(
+        "guard_configuration",
+        "precedent-guard",
+        min_length=1,
+        description="The ValidatingWebhookConfiguration the operator points at itself.",
+    )
+    namespace: str = _flat(
+        "guard_namespace",
+        "precedent-system",
+        min_length=1,
+        description="The operator's namespace: where the guard's CA Secret lives.",
+    )
+    ca_secret: str = _flat(
+        "guard_ca_secret",
+        "precedent-guard-ca",
+        min_length=1,
+        description="Secret holding the guard's CA, shared by the operator's replicas.",
+    )
+
+
 class ObservabilitySettings(_Group):
     """What the operator tells about itself: metrics and its own log lines."""
 
@@ -865,6 +917,7 @@ _GROUPS: dict[str, type[_Group]] = {
     "memory": MemorySettings,
     "graph": GraphSettings,
     "operator": OperatorRuntimeSettings,
+    "guard": GuardSettings,
     "observability": ObservabilitySettings,
 }
 
@@ -926,6 +979,7 @@ class Settings(BaseSettings):
     memory: MemorySettings = Field(default_factory=MemorySettings)
     graph: GraphSettings = Field(default_factory=GraphSettings)
     operator: OperatorRuntimeSettings = Field(default_factory=OperatorRuntimeSettings)
+    guard: GuardSettings = Field(default_factory=GuardSettings)
     observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
 
     @classmethod

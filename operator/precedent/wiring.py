@@ -13,6 +13,9 @@ index and the playbook catalog, one rule for where playbooks come from
 from __future__ import annotations
 
 import asyncio
+import logging
+import tempfile
+import urllib.parse
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -30,6 +33,14 @@ from precedent.adapters.context_facts import load_facts, load_mapping
 from precedent.adapters.evaluation import load_incidents_jsonl
 from precedent.adapters.faiss_index import FaissIncidentIndex
 from precedent.adapters.graph_source import graph_from_files
+from precedent.adapters.guard_cluster import ApiGuardCluster
+from precedent.adapters.guard_tls import (
+    GuardTls,
+    issue_serving,
+    make_ca,
+    point_configuration,
+    shared_ca,
+)
 from precedent.adapters.heap import LoadedIncidents, compacted
 from precedent.adapters.kube_api import KubeApi
 from precedent.adapters.live_target import ApiTargets, ManifestTargets
@@ -43,7 +54,7 @@ from precedent.core.policy import BlastLimits, PolicyEngine
 from precedent.core.ports import Embedder, IncidentMemory, MemoryFailure, TargetReader
 from precedent.core.resilience import RetryPolicy
 from precedent.core.semantic import calibration_for, incident_text
-from precedent.errors import DependencyError, InputError, LoadError
+from precedent.errors import DependencyError, InputError, LoadError, PrecedentError
 from precedent.metrics import METRICS, Metrics
 from precedent.models import Assessment, Incident, Playbook, RemediationRequestSpec
 from precedent.services.approvals import ApprovalPolicy, ApprovalService, RequestStore
@@ -51,6 +62,7 @@ from precedent.services.assessment import AssessmentSettings, Assessor, Incident
 from precedent.services.blast_radius import BlastRadiusService
 from precedent.services.events import EventPoster
 from precedent.services.fair_queue import FairQueue, FairSlots
+from precedent.services.guard import Guard
 from precedent.services.history import HistoryStore
 from precedent.services.integrity import StatusSigner
 from precedent.services.memory import FleetMemory
@@ -64,12 +76,15 @@ from precedent.settings import (
     CatalogSettings,
     ContextSettings,
     GraphSettings,
+    GuardSettings,
     MemorySettings,
     PolicySettings,
     RankingSettings,
     RetrievalSettings,
     Settings,
 )
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "EMBEDDERS",
@@ -78,6 +93,8 @@ __all__ = [
     "build_approvals",
     "build_blast_radius",
     "build_embedder",
+    "build_guard",
+    "build_manifest_targets",
     "build_memory",
     "build_neighbours",
     "build_recorder",
@@ -85,6 +102,7 @@ __all__ = [
     "build_selector",
     "build_service",
     "load_history_files",
+    "prepare_guard",
 ]
 
 EMBEDDERS = ("lexical", "onnx", "http", "tfidf")
@@ -545,6 +563,8 @@ class OperatorRuntime:
     """Posts the answers' Events through ``api``."""
     event_slots: FairSlots
     """Requests answered at once, namespaces in turn."""
+    guard: Guard
+    """Answers admission requests for direct changes to guarded namespaces."""
     incident_mirror: ObjectMirror[str] = field(
         default_factory=lambda: ObjectMirror[str]("incidents")
     )
@@ -588,4 +608,74 @@ def build_runtime(settings: Settings, api: KubeApi, *, event_posts: int) -> Oper
         api=api,
         events=EventPoster(api),
         event_slots=FairSlots(event_posts),
+        guard=build_guard(settings, api, engine.assessor),
     )
+
+
+def build_guard(settings: Settings, api: KubeApi, assessor: Assessor) -> Guard:
+    """The guard: answers from the assessor and the status mark, writes through ``api``."""
+
+    async def would_be(spec: Mapping[str, Any], namespace: str) -> Assessment:
+        return await assessor.assess(spec, namespace=namespace or None)
+
+    metrics = METRICS
+    return Guard(
+        cluster=ApiGuardCluster(api),
+        answered=assessor.signer.answered,
+        would_be=would_be,
+        break_glass_group=settings.policy.break_glass_group,
+        counted=lambda mode, outcome: metrics.guard_decisions.labels(mode, outcome).inc(),
+    )
+
+
+async def prepare_guard(settings: GuardSettings, api: KubeApi) -> GuardTls:
+    """The guard webhook's certificate files and CA (adapters.guard_tls), and the webhook
+    configuration pointed at them. Only the configuration step may fail quietly (it is not
+    installed, or the operator may not patch it): the webhook is served either way."""
+    if settings.cert_dir is not None:
+        tls = GuardTls(settings.cert_dir / "tls.crt", settings.cert_dir / "tls.key", None)
+        for path in (tls.certfile, tls.keyfile):
+            if not path.is_file():
+                raise InputError(f"PRECEDENT_GUARD_CERT_DIR: {path} is not a file")
+    else:
+        try:
+            ca_cert, ca_key = await shared_ca(api, settings.namespace, settings.ca_secret)
+        except PrecedentError as exc:
+            logger.warning(
+                "guard: the shared CA secret %s/%s could not be read or made (%s); this "
+                "replica uses a CA of its own",
+                settings.namespace,
+                settings.ca_secret,
+                exc,
+            )
+            ca_cert, ca_key = make_ca()
+        names = [settings.service, settings.service.removesuffix(".svc"), "localhost", "127.0.0.1"]
+        if settings.url:
+            host = urllib.parse.urlsplit(settings.url).hostname
+            if host and host not in names:
+                names.insert(0, host)
+        cert, key = issue_serving(ca_cert, ca_key, names)
+        folder = Path(tempfile.mkdtemp(prefix="precedent-guard-"))
+        (folder / "tls.crt").write_bytes(cert)
+        (folder / "tls.key").write_bytes(key)
+        (folder / "tls.key").chmod(0o600)
+        tls = GuardTls(folder / "tls.crt", folder / "tls.key", ca_cert)
+    try:
+        pointed = await point_configuration(
+            api, settings.configuration, tls.ca_bundle, settings.url
+        )
+    except PrecedentError as exc:
+        logger.warning(
+            "guard: ValidatingWebhookConfiguration %s not updated: %s", settings.configuration, exc
+        )
+    else:
+        if pointed:
+            logger.info(
+                "guard: %d webhooks of %s point at this operator", pointed, settings.configuration
+            )
+        else:
+            logger.info(
+                "guard: ValidatingWebhookConfiguration %s is not installed; no change is guarded",
+                settings.configuration,
+            )
+    return tls

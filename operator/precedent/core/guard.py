@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from precedent.core.change import POWERFUL_ROLES
+from precedent.core.kinds import KIND_PATHS
 from precedent.core.normalize import canonical_resource_type
 from precedent.models import DeleteChange, ImageChange, RequestChange
 
@@ -28,8 +29,11 @@ __all__ = [
     "GUARD_LABEL",
     "GuardMode",
     "GuardedChange",
+    "ask_command",
+    "change_key",
     "change_of",
     "covers",
+    "guard_key",
     "guard_mode",
     "request_for",
 ]
@@ -270,3 +274,21 @@ def _flow(value: Any) -> str:
 def ask_command(request: Mapping[str, Any]) -> str:
     """A one-line ``kubectl create`` of ``request``."""
     return f"kubectl create -f - <<< '{_flow(request)}'"
+
+
+def _key(kind: str, namespace: str | None, name: str) -> tuple[str, str, str]:
+    canon = canonical_resource_type(kind)
+    namespaced = KIND_PATHS.get(canon, ("", "", True))[2]
+    return ((namespace or "") if namespaced else "", canon, name)
+
+
+def guard_key(request: Mapping[str, Any]) -> tuple[str, str, str]:
+    """(target namespace, kind, name) of a RemediationRequest: what the guard looks it up by."""
+    target = (request.get("spec") or {}).get("target") or {}
+    namespace = target.get("namespace") or (request.get("metadata") or {}).get("namespace")
+    return _key(str(target.get("kind") or ""), namespace, str(target.get("name") or ""))
+
+
+def change_key(change: GuardedChange) -> tuple[str, str, str]:
+    """The same key for a direct change."""
+    return _key(change.kind, change.namespace, change.name)

@@ -77,14 +77,12 @@ class Guard:
         *,
         cluster: GuardCluster,
         answered: Callable[[Mapping[str, Any]], bool],
-        known: Callable[[str, str, str], Sequence[Mapping[str, Any]]],
         would_be: Callable[[Mapping[str, Any], str], Awaitable[Assessment]],
         break_glass_group: str | None,
         counted: Callable[[str, GuardOutcome], None] = lambda mode, outcome: None,
     ) -> None:
         self._cluster = cluster
         self._answered = answered
-        self._known = known
         self._would_be = would_be
         self._break_glass = break_glass_group
         self._counted = counted
@@ -99,9 +97,11 @@ class Guard:
         groups: Sequence[str],
         old: Mapping[str, Any] | None,
         dry_run: bool,
+        known: Sequence[Mapping[str, Any]] = (),
     ) -> GuardAnswer:
-        """The answer for ``change`` in a namespace guarded in ``mode``."""
-        answer = await self._review(change, mode, user, groups, old, dry_run)
+        """The answer for ``change`` in a namespace guarded in ``mode``; ``known`` are the
+        requests for its target the operator holds in memory."""
+        answer = await self._review(change, mode, user, groups, old, dry_run, known)
         self._counted(mode, answer.outcome)
         return answer
 
@@ -113,9 +113,10 @@ class Guard:
         groups: Sequence[str],
         old: Mapping[str, Any] | None,
         dry_run: bool,
+        known: Sequence[Mapping[str, Any]],
     ) -> GuardAnswer:
         namespace = change.namespace or ""
-        found = self._covering(self._known(namespace, change.kind, change.name), change, old)
+        found = self._covering(known, change, old)
         if found is None:
             try:
                 listed = await self._cluster.requests_in(namespace or "default")
