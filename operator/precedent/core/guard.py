@@ -153,9 +153,12 @@ def change_of(
             f"bind {role} through {kind} {name}",
         )
     before, after = _replicas(old), _replicas(new)
-    if subresource == "scale" or (before is not None and after is not None and after < before):
-        if before is None or after is None or after >= before:
+    if subresource == "scale":
+        # A Scale leaves spec.replicas out when it is 0 (omitempty).
+        before, after = before or 0, after or 0
+        if after >= before:
             return None
+    if before is not None and after is not None and after < before:
         return GuardedChange(
             kind,
             namespace,
