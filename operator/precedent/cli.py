@@ -11,6 +11,7 @@ import click
 
 from precedent import retrieval_cli
 from precedent.adapters.loader import NamedRequest, load_requests
+from precedent.adapters.manifest_changes import load_manifest_changes
 from precedent.catalog_cli import catalog, serve_command
 from precedent.core.printable import printable
 from precedent.demo import demo_command
@@ -46,7 +47,19 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("paths", nargs=-1, required=True)
+@click.argument("paths", nargs=-1)
+@click.option(
+    "--diff",
+    "diff",
+    nargs=2,
+    metavar="BEFORE AFTER",
+    default=None,
+    help="Score a manifest change instead of requests: the objects as they are (the cluster's "
+    "or the target branch's manifests) and as a pull request leaves them (files or "
+    "directories). Every change the guard weighs (fewer replicas, a new image, a delete of a "
+    "StatefulSet, PVC or Namespace, a RoleBinding to a powerful role) is scored as the "
+    "request that would ask for it; BEFORE is the live target.",
+)
 @click.option(
     "--history",
     multiple=True,
@@ -120,6 +133,7 @@ def main() -> None:
 )
 def score(
     paths: tuple[str, ...],
+    diff: tuple[str, str] | None,
     history: tuple[str, ...],
     output: str,
     mode: str | None,
@@ -144,10 +158,20 @@ def score(
             "--cluster": ("cluster_name", cluster),
         }
     )
+    if bool(paths) == bool(diff):
+        raise click.UsageError("give request files (PATHS) or --diff BEFORE AFTER, not both")
     try:
-        requests = load_requests(paths)
-        if not requests:
-            raise InputError(f"no RemediationRequest documents in {', '.join(paths)}")
+        if diff is not None:
+            requests = load_manifest_changes([diff[0]], [diff[1]])
+            if not requests:
+                click.echo(
+                    f"no change from {diff[0]} to {diff[1]} is one the guard weighs", err=True
+                )
+                return
+        else:
+            requests = load_requests(paths)
+            if not requests:
+                raise InputError(f"no RemediationRequest documents in {', '.join(paths)}")
         assessor = build_service(
             settings,
             history=history or None,
@@ -159,7 +183,9 @@ def score(
             blast=build_offline_blast_radius(settings.graph, facts)
             if facts and settings.graph.enabled
             else None,
-            targets=build_manifest_targets(facts) if facts else None,
+            targets=build_manifest_targets([*facts, *([diff[0]] if diff else [])])
+            if facts or diff
+            else None,
         ).assessor
         assessments = run_async(
             assessor,

@@ -35,6 +35,7 @@ __all__ = [
     "covers",
     "guard_key",
     "guard_mode",
+    "plural_of",
     "request_for",
 ]
 
@@ -295,3 +296,8 @@ def guard_key(request: Mapping[str, Any]) -> tuple[str, str, str]:
 def change_key(change: GuardedChange) -> tuple[str, str, str]:
     """The same key for a direct change."""
     return _key(change.kind, change.namespace, change.name)
+
+
+def plural_of(kind: str) -> str | None:
+    """The resource (plural) of a kind the guard weighs, or None."""
+    return next((plural for plural, k in _KINDS.items() if k.lower() == kind.lower()), None)
