@@ -8,7 +8,8 @@ import pytest
 
 from precedent.adapters.evaluation import EvalQuery
 from precedent.adapters.loader import iter_documents
-from precedent.core.normalize import normalize_request
+from precedent.core.policy import ActionRegistry
+from precedent.core.readings import searched_as
 from precedent.services.assessment import parse_request_spec
 from precedent.services.evaluation import rank_for_query
 from precedent.settings import Settings
@@ -33,7 +34,7 @@ def test_eval_ranks_like_the_operators_similar_incidents(cluster: Cluster) -> No
     for obj in answered:
         listed = [s["id"] for s in obj["status"].get("similarIncidents", [])]
         spec = parse_request_spec(obj["spec"])
-        query = EvalQuery(0, normalize_request(spec), "", frozenset({"-"}), frozenset())
+        query = EvalQuery(0, searched_as(spec, ActionRegistry()), "", frozenset({"-"}), frozenset())
         created = datetime.fromisoformat(
             obj["metadata"]["creationTimestamp"].replace("Z", "+00:00")
         )

@@ -26,7 +26,9 @@ from pydantic import ValidationError
 
 from precedent.adapters.bounded import iter_lines, parse_json
 from precedent.adapters.heap import LoadedIncidents
-from precedent.core.normalize import ProposedAction, normalize_request
+from precedent.core.normalize import ProposedAction
+from precedent.core.policy import ActionRegistry
+from precedent.core.readings import searched_as
 from precedent.core.snapshot import History
 from precedent.errors import InputError, describe_validation
 from precedent.models import Incident, RemediationRequestSpec
@@ -144,7 +146,7 @@ def load_queries_jsonl(path: str | Path, history: History | None = None) -> list
                 spec = RemediationRequestSpec.model_validate(query)
             except ValidationError as exc:
                 raise InputError(f"{where}: {describe_validation(exc, 'query')}") from None
-            action = normalize_request(spec)
+            action = searched_as(spec, ActionRegistry())
             text = action.text
         else:
             raise InputError(f"{where}: query: expected text or an object of request fields")

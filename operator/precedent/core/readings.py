@@ -12,10 +12,18 @@ from dataclasses import dataclass
 
 from precedent.core.change import ChangeFacts, LiveTarget, facts_without_change, judge_change
 from precedent.core.effects import CAPACITY_CHANGE, TextReading, read_text
+from precedent.core.normalize import ProposedAction, normalize_request
 from precedent.core.policy import ACCESS_LEVELS, AccessLevel, ActionRegistry
 from precedent.models import RemediationRequestSpec
 
-__all__ = ["SIZED_EFFECTS", "Reading", "Readings", "needs_target", "read_request"]
+__all__ = [
+    "SIZED_EFFECTS",
+    "Reading",
+    "Readings",
+    "needs_target",
+    "read_request",
+    "searched_as",
+]
 
 SIZED_EFFECTS = frozenset(
     {"capacity-down", "capacity-up", CAPACITY_CHANGE, "object-delete", "data-delete"}
@@ -188,3 +196,11 @@ def needs_target(spec: RemediationRequestSpec, registry: ActionRegistry) -> bool
     if registry.effect(spec.action) in SIZED_EFFECTS:
         return True
     return any(t.effect in SIZED_EFFECTS for t in read_text(spec.description))
+
+
+def searched_as(spec: RemediationRequestSpec, registry: ActionRegistry) -> ProposedAction:
+    """The request as the history is searched under its verb: its class's canonical action and
+    synonyms (what the operator lists unless another reading is stricter)."""
+    proposed = normalize_request(spec)
+    verb = read_request(spec, registry, None).verb
+    return proposed.reading(verb.action, verb.synonyms)
