@@ -35,6 +35,7 @@ USERS = {
     "alma-token": User("alma", ("sre", "sre-oncall")),
 }
 BREAK_GLASS = "sre-oncall"
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 
 
 def deployment(namespace: str, replicas: int = 10) -> str:
@@ -194,6 +195,8 @@ def test_the_guard_on_the_real_api_server(installed: Cluster, tmp_path: Path) ->
             return done if "precedent guard" in done.stderr else None
 
         direct = eventually(refused_by_guard, timeout=120)
+        # The README's "Guarding direct changes" shows these outputs word for word.
+        assert direct.stderr.strip() in README, direct.stderr
         assert direct.returncode != 0
         assert "needs an approved RemediationRequest" in direct.stderr, direct.stderr
         assert "kubectl create -f -" in direct.stderr, direct.stderr
@@ -221,6 +224,7 @@ def test_the_guard_on_the_real_api_server(installed: Cluster, tmp_path: Path) ->
 
         # 3. Break-glass: admitted, with a warning, and recorded.
         glass = scale(cluster, "alma", 3)
+        assert (glass.stdout + glass.stderr).strip() in README, glass.stdout + glass.stderr
         assert glass.returncode == 0, glass.stderr
         assert "break-glass" in glass.stderr, glass.stderr
         assert replicas(cluster) == 3
@@ -256,6 +260,7 @@ def test_the_guard_on_the_real_api_server(installed: Cluster, tmp_path: Path) ->
 
         # 4. warn: admitted, with the warning kubectl prints.
         warned = scale(cluster, "erin", 2, "web")
+        assert (warned.stdout + warned.stderr).strip() in README, warned.stderr
         assert warned.returncode == 0, warned.stderr
         assert "precedent guard (warn)" in warned.stderr, warned.stderr
         assert replicas(cluster, "web") == 2
@@ -269,6 +274,7 @@ def test_the_guard_on_the_real_api_server(installed: Cluster, tmp_path: Path) ->
 
     # 6. The operator stopped: risky changes to enforce namespaces are refused, the rest admitted.
     down = scale(cluster, "erin", 1)
+    assert "failed calling webhook" in down.stderr, down.stderr
     assert down.returncode != 0
     assert replicas(cluster) == 3
     up = scale(cluster, "erin", 6)
