@@ -14,6 +14,7 @@ import json
 import os
 import socket
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -220,6 +221,31 @@ def test_the_guard_on_the_real_api_server(installed: Cluster, tmp_path: Path) ->
         cluster.kubectl("scale", "deploy/checkout", "-n", "shop", "--replicas=10")  # up: free
         again = scale(cluster, "erin", 8)
         assert again.returncode != 0, again.stdout
+        assert replicas(cluster) == 10
+
+        # 2b. The executor's `kubectl precedent apply` goes through the same guard, once.
+        cluster.kubectl("apply", "-f", "-", input=scale_request("checkout-to-9", 9), user="rita")
+        nine = answered(cluster, {"shop/checkout-to-9"})["shop/checkout-to-9"]
+        assert nine["status"]["risk"]["decision"] == "Approved", nine["status"]
+        plugin = [
+            str(cluster.server.kubectl),
+            "precedent",
+            "apply",
+            "rr/checkout-to-9",
+            "-n",
+            "shop",
+            "--kubeconfig",
+            str(cluster.server.write_kubeconfig(cluster.home / "erin-plugin", user="erin")),
+        ]
+        path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+        applied = subprocess.run(
+            plugin, capture_output=True, text=True, check=False, env={**os.environ, "PATH": path}
+        )
+        assert applied.returncode == 0, applied.stderr
+        assert replicas(cluster) == 9
+        cluster.kubectl("scale", "deploy/checkout", "-n", "shop", "--replicas=10")
+        replay = scale(cluster, "erin", 9)  # the same change again, by hand: used already
+        assert replay.returncode != 0, replay.stdout
         assert replicas(cluster) == 10
 
         # 3. Break-glass: admitted, with a warning, and recorded.
