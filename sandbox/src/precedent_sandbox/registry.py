@@ -269,7 +269,8 @@ _ADMISSION = "admissionregistration.k8s.io"
 
 
 def _security_builtins() -> list[ResourceType]:
-    """ServiceAccounts, RBAC, Validating and MutatingAdmissionPolicies and the self-reviews."""
+    """ServiceAccounts, RBAC, Validating and MutatingAdmissionPolicies, webhook configurations
+    and the self-reviews."""
     return [
         _plain("", "serviceaccounts", "ServiceAccount", namespaced=True, short_names=["sa"]),
         _plain(_RBAC, "roles", "Role", namespaced=True),
@@ -307,6 +308,14 @@ def _security_builtins() -> list[ResourceType]:
             namespaced=False,
             categories=["api-extensions"],
             served_versions=["v1", "v1beta1"],
+        ),
+        # Stored so that the install applies; the sandbox never calls a webhook (docs/sandbox.md).
+        _plain(
+            _ADMISSION,
+            "validatingwebhookconfigurations",
+            "ValidatingWebhookConfiguration",
+            namespaced=False,
+            categories=["api-extensions"],
         ),
         _review("authorization.k8s.io", "selfsubjectaccessreviews", "SelfSubjectAccessReview"),
         _review("authentication.k8s.io", "selfsubjectreviews", "SelfSubjectReview"),
