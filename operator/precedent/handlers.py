@@ -155,6 +155,7 @@ async def configure(
             return _connection(_login_now(settings, logger))
 
         api = KubeApi(await login(), login=login, connections=EVENT_POSTS_AT_ONCE)
+        memo.api = api  # closed on shutdown even if start-up does not finish
         runtime = build_runtime(config, api, event_posts=EVENT_POSTS_AT_ONCE)
     except PrecedentError as exc:
         _stop(f"invalid configuration: {exc}")
@@ -297,6 +298,9 @@ async def close(memo: kopf.Memo, **_: Any) -> None:
     """Stop the periodic lists and release the clients' connections on shutdown."""
     runtime: OperatorRuntime | None = getattr(memo, "runtime", None)
     if runtime is None:
+        api: KubeApi | None = getattr(memo, "api", None)
+        if api is not None:  # start-up stopped part-way (after the guard's first calls)
+            await api.aclose()
         return
     for name, task in runtime.tasks.items():
         task.cancel()
@@ -565,7 +569,8 @@ def _after_ask(meta: Mapping[str, Any], approvals: list[dict[str, Any]]) -> list
     kept = []
     for approval in approvals:
         made = creation_time(approval.get("metadata") or {})
-        if made is not None and made >= moment:
+        # An approval made in the same second as the ask cannot be told to come after it.
+        if made is not None and made > moment:
             kept.append(approval)
     return kept
 
