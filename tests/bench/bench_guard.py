@@ -7,12 +7,14 @@ synthetic history of BENCH_GUARD_HISTORY incidents (default 10,000). Open-loop l
 in BENCH_GUARD_RATES (default 10,50) for BENCH_GUARD_SECONDS (default 10), each call a PATCH of
 a Deployment's ``scale`` subresource through the API server, the latency the caller sees:
 
-- ``guarded, refused``: a scale-down in an enforce namespace with no approved request (the
-  guard reads the change, looks for a covering request, and scores the would-be request
-  against the history for its message);
-- ``guarded, not routed``: a scale-up in the same namespace (the webhook's match conditions
-  never call the operator);
-- ``unguarded``: the same scale-down in a namespace without the label.
+- ``scale-down, guarded``: a PATCH of the ``scale`` subresource to fewer replicas in an enforce
+  namespace with no approved request: refused by the guard, which reads the change, looks for
+  a covering request and scores the would-be request against the history for its message;
+- ``scale-down, unguarded``: the same in a namespace without the label (admitted);
+- ``annotation, guarded``: a PATCH of a Deployment's annotations in the enforce namespace: the
+  webhook's rule matches the update but its match conditions do not, so the operator is never
+  called (what the guard costs a change it does not cover);
+- ``annotation, unguarded``: the same without the label.
 
 Medians of the per-round p50 and p99 over BENCH_GUARD_ROUNDS (default 3); the ratios of the
 guarded cases to the unguarded one are printed, not asserted.
@@ -59,19 +61,25 @@ def _deployment(namespace: str, replicas: int) -> dict[str, Any]:
 
 
 async def _load(
-    client: httpx.AsyncClient, namespace: str, replicas: Any, rate: int, seconds: float
+    client: httpx.AsyncClient, namespace: str, what: str, rate: int, seconds: float
 ) -> tuple[list[float], int]:
     """Open loop: one PATCH every 1/rate s; each call's latency, and the calls refused."""
-    path = f"/apis/apps/v1/namespaces/{namespace}/deployments/checkout/scale"
+    path = f"/apis/apps/v1/namespaces/{namespace}/deployments/checkout"
     latencies: list[float] = []
     refused = 0
+
+    def body(i: int) -> tuple[str, dict[str, Any]]:
+        if what == "scale-down":  # always below the 100,000 the Deployment keeps
+            return f"{path}/scale", {"spec": {"replicas": 50_000 - i}}
+        return path, {"metadata": {"annotations": {"bench.precedent.dev/call": str(i)}}}
 
     async def one(i: int) -> None:
         nonlocal refused
         started = time.perf_counter()
+        url, patch = body(i)
         response = await client.patch(
-            path,
-            content=json.dumps({"spec": {"replicas": replicas(i)}}),
+            url,
+            content=json.dumps(patch),
             headers={"Content-Type": "application/merge-patch+json"},
         )
         latencies.append(time.perf_counter() - started)
@@ -101,9 +109,10 @@ def main() -> None:
     rounds = int(os.environ.get("BENCH_GUARD_ROUNDS", "3"))
     size = int(os.environ.get("BENCH_GUARD_HISTORY", "10000"))
     cases = {
-        "guarded, refused": ("shop", lambda i: 100_000 - 1 - i),
-        "guarded, not routed": ("shop", lambda i: 200_000 + i),
-        "unguarded": ("plain", lambda i: 100_000 - 1 - i),
+        "scale-down, guarded": ("shop", "scale-down"),
+        "scale-down, unguarded": ("plain", "scale-down"),
+        "annotation, guarded": ("shop", "annotation"),
+        "annotation, unguarded": ("plain", "annotation"),
     }
     results: dict[tuple[str, int], list[tuple[float, float]]] = {}
     refusals: dict[tuple[str, int], int] = {}
@@ -129,10 +138,11 @@ def main() -> None:
         p99 = statistics.median(v[1] for v in values) * 1000
         print(f"{case:22} {rate:>7} {p50:>8.1f} {p99:>8.1f} {refusals[(case, rate)]:>8}")
     for rate in rates:
-        base = statistics.median(v[0] for v in results[("unguarded", rate)])
-        for case in ("guarded, refused", "guarded, not routed"):
-            mine = statistics.median(v[0] for v in results[(case, rate)])
-            print(f"p50 {case} ÷ unguarded at {rate}/s: {mine / base:.2f}")
+        for what in ("scale-down", "annotation"):
+            for q, label in ((0, "p50"), (1, "p99")):
+                base = statistics.median(v[q] for v in results[(f"{what}, unguarded", rate)])
+                mine = statistics.median(v[q] for v in results[(f"{what}, guarded", rate)])
+                print(f"{label} {what} guarded ÷ unguarded at {rate}/s: {mine / base:.2f}")
 
 
 def _round(
@@ -225,8 +235,8 @@ def _round(
                 limits=httpx.Limits(max_connections=64),
             ) as client:
                 for rate in rates:
-                    for case, (namespace, replicas) in cases.items():
-                        latencies, refused = await _load(client, namespace, replicas, rate, seconds)
+                    for case, (namespace, what) in cases.items():
+                        latencies, refused = await _load(client, namespace, what, rate, seconds)
                         results.setdefault((case, rate), []).append(
                             (percentile(latencies, 0.5), percentile(latencies, 0.99))
                         )
