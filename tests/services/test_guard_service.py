@@ -23,9 +23,11 @@ from precedent.services.guard import Guard
 
 
 class FakeCluster:
-    def __init__(self, listed: list[dict[str, Any]] | None = None, conflict: bool = False) -> None:
+    def __init__(
+        self, listed: list[dict[str, Any]] | None = None, conflict: str | None = None
+    ) -> None:
         self.listed = listed or []
-        self.conflict = conflict
+        self.conflict = conflict  # the resourceVersion that is out of date
         self.used: list[tuple[str, str, str]] = []
         self.records: list[tuple[Mapping[str, Any], str]] = []
 
@@ -35,7 +37,7 @@ class FakeCluster:
     async def mark_used(
         self, namespace: str, name: str, resource_version: str, used: Mapping[str, Any]
     ) -> None:
-        if self.conflict:
+        if resource_version == self.conflict:
             raise DependencyError("HTTP 409: the object has been modified")
         self.used.append((namespace, name, resource_version))
 
@@ -137,9 +139,22 @@ def test_an_unsigned_status_approves_nothing() -> None:
 
 
 def test_two_replicas_racing_for_one_approval_admit_once() -> None:
-    answer = review(guard(FakeCluster(conflict=True)), known=[approved()])
+    # The other replica recorded the use first: the live request says it already ran.
+    used = approved()
+    used["metadata"]["resourceVersion"] = "10"
+    used["status"]["guard"] = {"admittedAt": "2026-11-28T00:00:00Z", "user": "other"}
+    answer = review(guard(FakeCluster(listed=[used], conflict="9")), known=[approved()])
     assert not answer.allowed
-    assert "could not be recorded" in answer.message
+    assert "kubectl create" in answer.message  # how to ask for a new one
+
+
+def test_a_stale_memory_is_read_again_before_refusing() -> None:
+    fresh = approved()
+    fresh["metadata"]["resourceVersion"] = "10"  # e.g. its answer was written again
+    cluster = FakeCluster(listed=[fresh], conflict="9")
+    answer = review(guard(cluster), known=[approved()])
+    assert (answer.outcome, answer.allowed) == ("covered", True)
+    assert cluster.used == [("shop", "to-8", "10")]
 
 
 def test_the_refusal_says_how_to_ask_and_what_the_answer_would_be() -> None:

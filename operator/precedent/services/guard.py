@@ -117,34 +117,28 @@ class Guard:
     ) -> GuardAnswer:
         namespace = change.namespace or ""
         found = self._covering(known, change, old)
+        live = False
         if found is None:
-            try:
-                listed = await self._cluster.requests_in(namespace or "default")
-            except PrecedentError as exc:
-                logger.warning("guard: requests of %s not read: %s", namespace, exc)
-                listed = []
-            found = self._covering(listed, change, old)
+            found, live = await self._live(namespace, change, old), True
         if found is not None:
-            meta = found.get("metadata") or {}
-            name = f"{meta.get('namespace')}/{meta.get('name')}"
             if dry_run:
-                return GuardAnswer("covered", True, request=name)
-            used = {"admittedAt": rfc3339(datetime.now(UTC)), "user": user[:253]}
-            try:
-                await self._cluster.mark_used(
-                    str(meta.get("namespace")),
-                    str(meta.get("name")),
-                    str(meta.get("resourceVersion")),
-                    used,
-                )
-            except PrecedentError as exc:
+                return GuardAnswer("covered", True, request=_name(found))
+            admitted = await self._use(found, user)
+            if admitted is None and not live:
+                # What memory held was stale (a standby replica, or the use was just recorded
+                # by the other replica): read the request again and try once more.
+                found = await self._live(namespace, change, old)
+                admitted = await self._use(found, user) if found is not None else None
+            if admitted is not None:
+                return GuardAnswer("covered", True, request=admitted)
+            if found is not None:
                 return GuardAnswer(
                     "refused",
                     False,
                     f"precedent guard: {change.summary} is approved by RemediationRequest "
-                    f"{name}, but its use could not be recorded ({exc}); try again",
+                    f"{_name(found)}, but its use could not be recorded (another change used "
+                    "it a moment ago, or the API server did not answer); try again",
                 )
-            return GuardAnswer("covered", True, request=name)
         would = await self._would_be(request_for(change, user)["spec"], namespace)
         risk = would.risk
         verdict = (
@@ -180,6 +174,34 @@ class Guard:
             f"precedent guard: {change.summary} in a guarded namespace needs an approved "
             f"RemediationRequest for exactly this change; {verdict}. Ask with: {ask}",
         )
+
+    async def _live(
+        self, namespace: str, change: GuardedChange, old: Mapping[str, Any] | None
+    ) -> Mapping[str, Any] | None:
+        """The covering request among the namespace's requests as the API server has them."""
+        try:
+            listed = await self._cluster.requests_in(namespace or "default")
+        except PrecedentError as exc:
+            logger.warning("guard: requests of %s not read: %s", namespace, exc)
+            return None
+        return self._covering(listed, change, old)
+
+    async def _use(self, request: Mapping[str, Any], user: str) -> str | None:
+        """Record the request's use under the version read; its name, or None when the
+        request changed since (or the write failed)."""
+        meta = request.get("metadata") or {}
+        used = {"admittedAt": rfc3339(datetime.now(UTC)), "user": user[:253]}
+        try:
+            await self._cluster.mark_used(
+                str(meta.get("namespace")),
+                str(meta.get("name")),
+                str(meta.get("resourceVersion")),
+                used,
+            )
+        except PrecedentError as exc:
+            logger.info("guard: the use of %s was not recorded: %s", _name(request), exc)
+            return None
+        return _name(request)
 
     def _covering(
         self,
@@ -217,3 +239,8 @@ class Guard:
         task = asyncio.get_running_loop().create_task(record())
         self._records.add(task)
         task.add_done_callback(self._records.discard)
+
+
+def _name(request: Mapping[str, Any]) -> str:
+    meta = request.get("metadata") or {}
+    return f"{meta.get('namespace')}/{meta.get('name')}"
