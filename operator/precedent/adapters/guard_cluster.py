@@ -36,8 +36,9 @@ class ApiGuardCluster:
 
     async def record(self, change: GuardedChange, body: Mapping[str, Any], event: str) -> None:
         """The record request and a Warning Event on the target."""
+        await self._api.create_request(change.home, body)
+        # An Event lives in its object's namespace; a cluster-scoped object's in default.
         namespace = change.namespace or "default"
-        await self._api.create_request(namespace, body)
         prefix, _, _ = KIND_PATHS.get(canonical_resource_type(change.kind), ("/api/v1", "", True))
         api_version = prefix.removeprefix("/apis/").removeprefix("/api/")
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -52,7 +53,7 @@ class ApiGuardCluster:
                     "apiVersion": api_version,
                     "kind": change.kind,
                     "name": change.name,
-                    "namespace": namespace,
+                    **({"namespace": change.namespace} if change.namespace else {}),
                 },
                 "reason": reason,
                 "message": event[:1024],

@@ -87,6 +87,13 @@ class GuardedChange:
         return _ACTIONS.get(self.effect, "update_config")
 
     @property
+    def home(self) -> str:
+        """The namespace a request for it lives in: its own, or the Namespace it deletes."""
+        if self.namespace:
+            return self.namespace
+        return self.name if self.kind == "Namespace" else "default"
+
+    @property
     def where(self) -> str:
         """``deployment/checkout in shop``."""
         space = f" in {self.namespace}" if self.namespace else ""
@@ -248,7 +255,7 @@ def request_for(change: GuardedChange, user: str) -> dict[str, Any]:
         "kind": "RemediationRequest",
         "metadata": {
             "generateName": f"{change.action.replace('_', '-')}-{change.name}-"[:50],
-            "namespace": change.namespace or "default",
+            "namespace": change.home,
         },
         "spec": {
             "action": change.action,

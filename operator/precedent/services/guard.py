@@ -119,7 +119,7 @@ class Guard:
         found = self._covering(known, change, old)
         live = False
         if found is None:
-            found, live = await self._live(namespace, change, old), True
+            found, live = await self._live(change, old), True
         if found is not None:
             if dry_run:
                 return GuardAnswer("covered", True, request=_name(found))
@@ -127,7 +127,7 @@ class Guard:
             if admitted is None and not live:
                 # What memory held was stale (a standby replica, or the use was just recorded
                 # by the other replica): read the request again and try once more.
-                found = await self._live(namespace, change, old)
+                found = await self._live(change, old)
                 admitted = await self._use(found, user) if found is not None else None
             if admitted is not None:
                 return GuardAnswer("covered", True, request=admitted)
@@ -176,13 +176,13 @@ class Guard:
         )
 
     async def _live(
-        self, namespace: str, change: GuardedChange, old: Mapping[str, Any] | None
+        self, change: GuardedChange, old: Mapping[str, Any] | None
     ) -> Mapping[str, Any] | None:
         """The covering request among the namespace's requests as the API server has them."""
         try:
-            listed = await self._cluster.requests_in(namespace or "default")
+            listed = await self._cluster.requests_in(change.home)
         except PrecedentError as exc:
-            logger.warning("guard: requests of %s not read: %s", namespace, exc)
+            logger.warning("guard: requests of %s not read: %s", change.home, exc)
             return None
         return self._covering(listed, change, old)
 
