@@ -530,9 +530,14 @@ async def _resync_namespaces(runtime: OperatorRuntime, logger: kopf.Logger) -> N
     ]
     changed = facts.replace_namespaces(listed)
     runtime.relabelled.difference_update(changed)
+    # A sweep passes by a request being assessed at that moment (it has no answer yet), whose
+    # answer may then be written in the old facts: the namespaces swept since the last list
+    # are swept once more. Only answers whose facts no longer hold are made again.
+    again, runtime.swept = runtime.swept - set(changed), set(changed)
     if changed:
         logger.info("resync of namespaces: the environment of %s changed", ", ".join(changed))
-        await _answer_again(runtime, logger, set(changed), approvals)
+    if changed or again:
+        await _answer_again(runtime, logger, set(changed) | again, approvals)
 
 
 # -- requests ---------------------------------------------------------------------------------
@@ -1011,6 +1016,7 @@ async def namespace_relabelled(
     relabelled.discard(name)
     if type is None:
         return
+    runtime.swept.add(name)
     await _answer_again(runtime, logger, {name}, kwargs["approvals"])
 
 

@@ -575,6 +575,10 @@ class OperatorRuntime:
     """The same for Playbooks."""
     relabelled: set[str] = field(default_factory=set)
     """Namespaces whose environment label changed, for the handler that answers again."""
+    swept: set[str] = field(default_factory=set)
+    """Namespaces whose requests were answered again since the last periodic list of
+    Namespaces: that list looks at them once more, for an answer written in the old facts
+    while the sweep passed (a request in flight then had no answer to compare)."""
     approval_index: Any = None
     """kopf's live index of RemediationApprovals, once a handler was handed it (the periodic
     list of Namespaces answers again with it)."""
