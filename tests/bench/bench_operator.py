@@ -1,14 +1,26 @@
-"""The operator against the sandbox: throughput, latency under a steady load, and fairness.
+"""The operator against a real API server and the sandbox: throughput, latency under a steady
+load, and fairness.
 
-Precedent and a no-op kopf operator run in the same benchmark against the same sandbox build,
-so the ratio (Precedent ÷ no-op) is measured on the same machine at the same moment. Both run
-as real processes (``kopf run -m …``), like in a cluster; RSS and CPU time are read from /proc.
-Each round starts a fresh sandbox and operator and measures, after one warm-up request:
+Precedent and two no-op kopf operators run in the same benchmark against the same API server
+build, so the ratios are measured on the same machine at the same moment:
+
+- the *bare* no-op (``noop_operator.py``) writes a Ready condition only;
+- the *fair* no-op (``fair_noop_operator.py``) writes a status of the size of Precedent's and
+  posts one Event per request through its own client, as Precedent does: what any operator that
+  must answer costs. The performance target is stated against it.
+
+The operators run as real processes (``kopf run -m …``) with the admin's kubeconfig, as in a
+cluster; RSS and CPU time are read from /proc. The API servers (BENCH_OPERATOR_SERVERS, default
+``real,sandbox``): ``real`` is kube-apiserver with its own etcd, the pinned build of ``make
+control-plane`` (left out, saying so, where it is not built), the CRDs applied with kubectl;
+``sandbox`` is the project's sandbox. Each round starts a fresh API server and operator and
+measures, after one warm-up request:
 
 - throughput: N requests created (32 in flight), the time until all are Ready; the operator's
   CPU time per request (a figure that a machine busy with other work disturbs less), and the
-  API server's and this load client's: the three share the machine's cores, so when all are
-  busy the rate is set by what a request costs all three;
+  API server's (kube-apiserver and etcd together) and this load client's: the three share the
+  machine's cores, so when all are busy the rate is set by what a request costs all three; the
+  mean size of the statuses written;
 - latency: an open-loop load at each rate in BENCH_OPERATOR_RATES for BENCH_OPERATOR_SECONDS,
   create→Ready per request (p50, p99);
 - fairness: BENCH_OPERATOR_FLOOD requests created at once in one namespace, then one in
@@ -17,14 +29,16 @@ Each round starts a fresh sandbox and operator and measures, after one warm-up r
 Medians over the rounds; p99s within a round. Environment: BENCH_OPERATOR_N (default 3000),
 BENCH_OPERATOR_HISTORY (default 10000 incidents), BENCH_OPERATOR_ROUNDS (default 3),
 BENCH_OPERATOR_RATES (default 20,50,100), BENCH_OPERATOR_SECONDS (default 10),
-BENCH_OPERATOR_FLOOD (default 1000; 0 skips it), BENCH_OPERATOR_ENV (``image``, the default: the
-operators run from the packages the image installs, see ``runtime_python``; ``dev`` runs them
-from the development environment, as the benchmark itself runs), BENCH_OPERATOR_SCOPE (kopf's
-namespace flags; default ``--namespace=*``, a watch stream per namespace, as the shipped
-Deployment runs; ``--all-namespaces`` is one cluster-wide stream), BENCH_OPERATOR_ONLY
-(``precedent``, ``noop`` or ``replay`` runs one operator only), BENCH_OPERATOR_REPLAY=1 (adds
-Precedent with its assessment replayed, ``tests/bench/replay_operator.py``: what the rest of its
-handling costs).
+BENCH_OPERATOR_FLOOD (default 1000; 0 skips it), BENCH_OPERATOR_SERVERS (above),
+BENCH_OPERATOR_ENV (``image``, the default: the operators run from the packages the image
+installs, see ``runtime_python``; ``dev`` runs them from the development environment, as the
+benchmark itself runs), BENCH_OPERATOR_SCOPE (kopf's namespace flags; default
+``--namespace=*``, a watch stream per namespace, as the shipped Deployment runs;
+``--all-namespaces`` is one cluster-wide stream), BENCH_OPERATOR_ONLY (a comma-separated subset
+of ``noop``, ``fair``, ``precedent``, ``replay``), BENCH_OPERATOR_REPLAY=1 (adds Precedent with
+its assessment replayed, ``tests/bench/replay_operator.py``: what the rest of its handling
+costs), BENCH_OPERATOR_PROFILE=DIR (py-spy samples each operator during the throughput run:
+collapsed stacks in DIR).
 """
 
 from __future__ import annotations
@@ -34,14 +48,17 @@ import contextlib
 import json
 import math
 import os
+import shutil
 import signal
 import socket
+import ssl
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -211,9 +228,23 @@ class ReadyWatch:
         self.ready_at: dict[tuple[str, str], float] = {}
         self.order: list[tuple[str, str]] = []
         self._changed = asyncio.Event()
+        self.failed: BaseException | None = None
 
     async def run(self) -> None:
-        listing = (await self.client.get(f"{GROUP_PATH}/remediationrequests")).json()
+        """Follow the requests until cancelled; a failure is kept for :meth:`wait` to raise."""
+        try:
+            await self._follow()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self.failed = exc
+            self._changed.set()
+            raise
+
+    async def _follow(self) -> None:
+        answer = await self.client.get(f"{GROUP_PATH}/remediationrequests")
+        answer.raise_for_status()
+        listing = answer.json()
         for item in listing["items"]:
             self._seen(item)
         rv = listing["metadata"]["resourceVersion"]
@@ -242,6 +273,8 @@ class ReadyWatch:
     async def wait(self, keys: set[tuple[str, str]], timeout: float) -> None:
         deadline = time.perf_counter() + timeout
         while not keys <= self.ready_at.keys():
+            if self.failed is not None:
+                raise RuntimeError(f"the watch of requests failed: {self.failed!r}")
             self._changed.clear()
             left = deadline - time.perf_counter()
             if left <= 0:
@@ -256,14 +289,18 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
 
 
-async def drive(
-    url: str, pid: int, n: int, prefix: str, sandbox_pid: int | None = None
-) -> dict[str, Any]:
+async def drive(server: ApiServer, pid: int, n: int, prefix: str) -> dict[str, Any]:
     """One operator's round: warm-up, throughput, open-loop latency, fairness (and, during
-    the throughput run, the CPU the API server of ``sandbox_pid`` and this client spent)."""
+    the throughput run, the CPU the API server's processes and this client spent)."""
     result: dict[str, Any] = {}
     path = f"{GROUP_PATH}/namespaces/{{}}/remediationrequests"
-    async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+    async with httpx.AsyncClient(
+        base_url=server.url,
+        timeout=30,
+        verify=server.verify,
+        headers=server.headers,
+        limits=httpx.Limits(max_connections=64),
+    ) as client:
         watch = ReadyWatch(client)
         watcher = asyncio.create_task(watch.run())
         created: dict[tuple[str, str], float] = {}
@@ -289,20 +326,24 @@ async def drive(
                     await create(body)
 
             bodies = [request_body(i) for i in range(n)]
+            profiler = _profiler(pid, prefix)
             cpu = cpu_seconds(pid)
-            server = cpu_seconds(sandbox_pid) if sandbox_pid is not None else 0.0
+            server_cpu = sum(cpu_seconds(p) for p in server.pids)
             client_cpu = time.process_time()
             started = time.perf_counter()
             await asyncio.gather(*(limited(b) for b in bodies))
             await watch.wait({("default", b["metadata"]["name"]) for b in bodies}, timeout=900)
             result["rate"] = n / (time.perf_counter() - started)
+            if profiler is not None:
+                stop(profiler, timeout=60)
             result["cpu_ms"] = 1000 * (cpu_seconds(pid) - cpu) / n
-            # The machine's other CPU per request: the API server (the sandbox) and this
-            # load client share the cores with the operator (see "machine" in main).
-            if sandbox_pid is not None:
-                result["server_ms"] = 1000 * (cpu_seconds(sandbox_pid) - server) / n
+            # The machine's other CPU per request: the API server (the sandbox, or
+            # kube-apiserver and etcd) and this load client share the cores with the operator
+            # (see "machine" in main).
+            result["server_ms"] = 1000 * (sum(cpu_seconds(p) for p in server.pids) - server_cpu) / n
             result["client_ms"] = 1000 * (time.process_time() - client_cpu) / n
             result["rss"] = rss_mib(pid)
+            result["status_bytes"] = await _status_bytes(client, bodies[:50])
 
             seconds = float(os.environ.get("BENCH_OPERATOR_SECONDS", "10"))
             for rate in _rates():
@@ -339,6 +380,49 @@ async def drive(
     return result
 
 
+def _profiler(pid: int, prefix: str) -> subprocess.Popen[bytes] | None:
+    """BENCH_OPERATOR_PROFILE=DIR: py-spy samples the operator (every thread, idle ones left
+    out) during the throughput run, into DIR/<operator>-<pid>.txt as collapsed stacks."""
+    where = os.environ.get("BENCH_OPERATOR_PROFILE")
+    if not where:
+        return None
+    spy = Path(sys.executable).with_name("py-spy")
+    out = Path(where) / f"{prefix}-{pid}.txt"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    return subprocess.Popen(
+        [
+            str(spy),
+            "record",
+            "--pid",
+            str(pid),
+            "--threads",
+            "--format",
+            "raw",
+            "--rate",
+            "200",
+            "--output",
+            str(out),
+            "--nonblocking",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+async def _status_bytes(client: httpx.AsyncClient, bodies: list[dict[str, Any]]) -> float:
+    """The mean size of the statuses the operator wrote (JSON, kopf's own fields excluded)."""
+    sizes = []
+    for body in bodies:
+        meta = body["metadata"]
+        got = await client.get(
+            f"{GROUP_PATH}/namespaces/{meta['namespace']}/remediationrequests/{meta['name']}"
+        )
+        status = dict(got.json().get("status") or {})
+        status.pop("kopf", None)
+        sizes.append(len(json.dumps(status, separators=(",", ":"))))
+    return statistics.mean(sizes) if sizes else 0.0
+
+
 def _rates() -> list[int]:
     raw = os.environ.get("BENCH_OPERATOR_RATES", "20,50,100")
     return [int(r) for r in raw.split(",") if r.strip()]
@@ -369,6 +453,101 @@ def start_sandbox(kubeconfig: Path) -> tuple[subprocess.Popen[bytes], str]:
         stop(sandbox, timeout=20)
         raise
     return sandbox, url
+
+
+@dataclass
+class ApiServer:
+    """An API server the operators run against: the sandbox or a real kube-apiserver."""
+
+    kind: str
+    """``real`` (kube-apiserver and etcd, the pinned build) or ``sandbox``."""
+    url: str
+    kubeconfig: Path
+    pids: list[int]
+    """The processes whose CPU is the API server's (kube-apiserver and etcd, or the sandbox)."""
+    verify: ssl.SSLContext | bool = True
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+SERVERS = ("real", "sandbox")
+
+
+def servers_wanted() -> list[str]:
+    """BENCH_OPERATOR_SERVERS (default ``real,sandbox``): the API servers to measure on; the
+    real one is left out, saying so, where the control plane is not built."""
+    from tests.backends import control_plane_bin
+
+    wanted = [
+        s.strip() for s in os.environ.get("BENCH_OPERATOR_SERVERS", ",".join(SERVERS)).split(",")
+    ]
+    unknown = [s for s in wanted if s not in SERVERS]
+    if unknown or not wanted:
+        raise SystemExit(f"BENCH_OPERATOR_SERVERS: expected real and/or sandbox, got {unknown}")
+    if "real" in wanted and control_plane_bin() is None:
+        print("the real API server is not built (make control-plane): measured on the sandbox only")
+        wanted.remove("real")
+    return wanted
+
+
+@contextlib.contextmanager
+def api_server(kind: str, workdir: Path) -> Iterator[ApiServer]:
+    """A fresh API server of ``kind`` with the CRDs installed, its admin kubeconfig written;
+    stopped, with its data, on exit."""
+    kubeconfig = workdir / f"kubeconfig-{time.monotonic_ns()}"
+    if kind == "sandbox":
+        sandbox, url = start_sandbox(kubeconfig)
+        try:
+            yield ApiServer("sandbox", url, kubeconfig, [sandbox.pid])
+        finally:
+            stop(sandbox, timeout=20)
+        return
+    from precedent_sandbox.control_plane import ControlPlane, Etcd
+    from tests.backends import control_plane_bin
+
+    found = control_plane_bin()
+    if found is None:
+        raise SystemExit("the control plane is not built: make control-plane")
+    place = workdir / f"cp-{time.monotonic_ns()}"
+    etcd = Etcd(found, place / "etcd").start()
+    try:
+        plane = ControlPlane(found, {}, workdir=place, etcd=etcd).start()
+        try:
+            plane.write_kubeconfig(kubeconfig)
+            for args in (
+                ("apply", "-f", "crds/"),
+                ("wait", "--for=condition=Established", "-f", "crds/", "--timeout=60s"),
+            ):
+                subprocess.run(
+                    [str(plane.kubectl), "--kubeconfig", str(kubeconfig), *args],
+                    cwd=REPO,
+                    check=True,
+                    capture_output=True,
+                )
+            assert plane.apiserver is not None
+            assert etcd.process is not None
+            # Established is not yet servable: the new resources' storage answers 429 while
+            # its cache initializes.
+            deadline = time.monotonic() + 60
+            headers = {"Authorization": f"Bearer {plane.admin_token}"}
+            with httpx.Client(base_url=plane.url, verify=plane.ssl_context(), headers=headers) as c:
+                for plural in ("remediationrequests", "incidents", "playbooks"):
+                    while c.get(f"{GROUP_PATH}/{plural}").status_code != 200:
+                        if time.monotonic() > deadline:
+                            raise SystemExit(f"{plural} not served within 60 s")
+                        time.sleep(0.2)
+            yield ApiServer(
+                "real",
+                plane.url,
+                kubeconfig,
+                [plane.apiserver.pid, etcd.process.pid],
+                verify=plane.ssl_context(),
+                headers={"Authorization": f"Bearer {plane.admin_token}"},
+            )
+        finally:
+            plane.stop()
+    finally:
+        etcd.stop()
+        shutil.rmtree(place, ignore_errors=True)
 
 
 def start_operator(
@@ -429,16 +608,16 @@ def run_once(
     workdir: Path,
     scope: str = SCOPE,
     python: str | None = None,
+    server: str = "sandbox",
 ) -> dict[str, Any]:
-    sandbox, url = start_sandbox(workdir / f"kubeconfig-{module}")
-    operator = None
-    try:
-        kubeconfig = workdir / f"kubeconfig-{module}"
-        operator = start_operator(module, kubeconfig, history, scope.split(), python=python)
-        prefix = module.rsplit(".", 1)[-1].replace("_", "-")
-        return asyncio.run(drive(url, operator.pid, n, prefix, sandbox.pid))
-    finally:
-        stop(operator, sandbox, timeout=20)
+    with api_server(server, workdir) as api:
+        operator = None
+        try:
+            operator = start_operator(module, api.kubeconfig, history, scope.split(), python=python)
+            prefix = module.rsplit(".", 1)[-1].replace("_", "-")
+            return asyncio.run(drive(api, operator.pid, n, prefix))
+        finally:
+            stop(operator, timeout=20)
 
 
 def _wait_http(url: str) -> None:
@@ -453,50 +632,70 @@ def _wait_http(url: str) -> None:
     raise RuntimeError(f"{url} did not come up")
 
 
+OPERATORS = {
+    "noop": ("tests.bench.noop_operator", "bare no-op"),
+    "fair": ("tests.bench.fair_noop_operator", "fair no-op"),
+    "precedent": ("precedent.handlers", "precedent"),
+    "replay": ("tests.bench.replay_operator", "replayed"),
+}
+
+
 def main() -> None:
     n = int(os.environ.get("BENCH_OPERATOR_N", "3000"))
     size = int(os.environ.get("BENCH_OPERATOR_HISTORY", "10000"))
     rounds = int(os.environ.get("BENCH_OPERATOR_ROUNDS", "3"))
-    only = os.environ.get("BENCH_OPERATOR_ONLY", "")
+    only = [k for k in os.environ.get("BENCH_OPERATOR_ONLY", "").split(",") if k]
     scope = os.environ.get("BENCH_OPERATOR_SCOPE", SCOPE)
     replay = os.environ.get("BENCH_OPERATOR_REPLAY") == "1"
+    servers = servers_wanted()
     python, environment = runtime_python()
-    modules = {
-        "noop": "tests.bench.noop_operator",
-        "precedent": "precedent.handlers",
-        "replay": "tests.bench.replay_operator",
+    wanted = [k for k in OPERATORS if k in only or (not only and (k != "replay" or replay))]
+    results: dict[tuple[str, str], list[dict[str, Any]]] = {
+        (server, k): [] for server in servers for k in wanted
     }
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         history = write_history(size, workdir)
-        wanted = [k for k in modules if only == k or (not only and (k != "replay" or replay))]
-        results: dict[str, list[dict[str, Any]]] = {k: [] for k in wanted}
         load = os.getloadavg()[0]
+        # Rounds interleave the API servers and the operators: a slower moment of the machine
+        # falls on all of them alike.
         for _ in range(rounds):
-            for key in results:
-                results[key].append(run_once(modules[key], n, history, workdir, scope, python))
+            for server, key in results:
+                results[(server, key)].append(
+                    run_once(OPERATORS[key][0], n, history, workdir, scope, python, server)
+                )
         load = max(load, os.getloadavg()[0])
-
-    def med(key: str, field: str, part: int | None = None) -> float:
-        values = [r[field] if part is None else r[field][part] for r in results[key]]
-        return float(statistics.median(values))
-
     print(
         f"requests: {n}, history: {size} incidents, rounds: {rounds}, scope: {scope}, "
         f"load ~{load:.1f}"
     )
     print(f"operators' environment: {environment}")
-    print(f"{'operator':<12}{'requests/s':>12}{'CPU ms/req':>12}{'RSS MiB':>10}", end="")
+    for server in servers:
+        report(server, {k: results[(server, k)] for k in wanted})
+
+
+def report(server: str, results: Mapping[str, list[dict[str, Any]]]) -> None:
+    """One API server's table: medians over the rounds, and the ratios to both no-ops."""
+
+    def med(key: str, field: str, part: int | None = None) -> float:
+        values = [r[field] if part is None else r[field][part] for r in results[key]]
+        return float(statistics.median(values))
+
+    title = "real kube-apiserver + etcd" if server == "real" else "sandbox API server"
+    print(f"\n== {title}")
+    print(
+        f"{'operator':<12}{'requests/s':>12}{'CPU ms/req':>12}{'RSS MiB':>10}{'status B':>10}",
+        end="",
+    )
     for rate in _rates():
         print(f"{f'{rate}/s p50/p99 ms':>22}", end="")
     print(f"{'flood→other s':>15}{'flood before':>14}")
-    labels = (("noop", "no-op kopf"), ("precedent", "precedent"), ("replay", "replayed"))
-    for key, label in labels:
+    for key, (_, label) in OPERATORS.items():
         if key not in results:
             continue
         print(
             f"{label:<12}{med(key, 'rate'):>12.1f}{med(key, 'cpu_ms'):>12.2f}"
-            f"{med(key, 'rss'):>10.0f}",
+            f"{med(key, 'rss'):>10.0f}{med(key, 'status_bytes'):>10.0f}",
             end="",
         )
         for rate in _rates():
@@ -509,8 +708,8 @@ def main() -> None:
     # The bench shares the machine's cores between the operator, the API server and this load
     # client: when they are all busy, a request's cost to the whole machine sets the rate.
     print("CPU per request on this machine, ms: operator + API server + load client = all")
-    for key, label in labels:
-        if key not in results or "server_ms" not in results[key][0]:
+    for key, (_, label) in OPERATORS.items():
+        if key not in results:
             continue
         parts = [med(key, "cpu_ms"), med(key, "server_ms"), med(key, "client_ms")]
         busy = sum(parts) * med(key, "rate") / 1000
@@ -519,12 +718,16 @@ def main() -> None:
             f"  ({busy:.2f} of {os.cpu_count()} cores busy)"
         )
     for key in ("precedent", "replay"):
-        if key in results and "noop" in results:
-            pairs = zip(results[key], results["noop"], strict=True)
+        for base in ("fair", "noop"):
+            if key not in results or base not in results:
+                continue
+            pairs = zip(results[key], results[base], strict=True)
             ratios = [p["rate"] / q["rate"] for p, q in pairs]
             listed = ", ".join(f"{r:.2f}" for r in ratios)
-            name = "precedent" if key == "precedent" else "replayed assessment"
-            print(f"ratio {name} / no-op: {statistics.median(ratios):.2f} (rounds: {listed})")
+            print(
+                f"ratio {OPERATORS[key][1]} / {OPERATORS[base][1]}: "
+                f"{statistics.median(ratios):.2f} (rounds: {listed})"
+            )
 
 
 if __name__ == "__main__":

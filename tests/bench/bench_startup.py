@@ -1,21 +1,24 @@
 """Start-up: seconds until the operator is ready, and until a request created right then is
 answered, at 10k and 100k incidents; RSS; and (PRECEDENT_BENCH_1M=1) the index build at 1M.
 
-The real operator (``kopf run -m precedent.handlers``) and the sandbox run as processes, as in
-bench_operator. The history is one JSON Lines file (read line by line: a 100k history is about
-180 MB, over the 64 MiB limit of one YAML file). Each size is started twice per round: *cold*
-(no saved index: every incident embedded at start-up) and *warm* (PRECEDENT_INDEX_DIR holds the
-index the cold start saved). "Ready" is the first 200 from /healthz; "first answer" is from
-then until the request created at that moment is Ready. "After change" is, for each of three
-Incident objects created one after another (each once the operator has written its status), the
-seconds until a request created right then is Ready: the history's snapshot is rebuilt for it
-(median of the three; measured on the cold starts, RSS read before them; the warm starts read
-the index as the cold start built it, before the changes).
+The real operator (``kopf run -m precedent.handlers``, ``--namespace=*`` as the Deployment runs
+it) against the API servers of bench_operator (BENCH_OPERATOR_SERVERS: a real kube-apiserver
+with etcd, and the sandbox), all as processes. The history is written as bench_operator writes
+it: one YAML file up to 20,000 incidents (10k: about 18 MB), JSON Lines beyond (read line by
+line: a 100k history is about 180 MB, over the 64 MiB limit of one YAML file). Each size is
+started twice per round: *cold* (no saved index: every incident read, checked and embedded at
+start-up) and *warm* (PRECEDENT_INDEX_DIR holds the index the cold start saved). "Ready" is the
+first 200 from /healthz; "answer" is from then until the request created at that moment is
+Ready; "start→answer" is from the process's start to that answer. "After change" is, for each
+of three Incident objects created one after another (each once the operator has written its
+status), the seconds until a request created right then is Ready: the history's snapshot is
+rebuilt for it (median of the three; measured on the cold starts, RSS read before them; the
+warm starts read the index as the cold start built it, before the changes).
 
 Environment: BENCH_STARTUP_SIZES (default ``10000,100000``), BENCH_STARTUP_ROUNDS (default 3;
-the 100k cold start runs once), BENCH_OPERATOR_ENV (as in bench_operator: the operator runs on
-the image's packages unless ``dev``), PRECEDENT_BENCH_1M=1 (adds the 1M index build, in a child
-process: seconds and peak RSS).
+the 100k cold start runs once), BENCH_OPERATOR_SERVERS and BENCH_OPERATOR_ENV (as in
+bench_operator: the operator runs on the image's packages unless ``dev``), PRECEDENT_BENCH_1M=1
+(adds the 1M index build, in a child process: seconds and peak RSS).
 """
 
 from __future__ import annotations
@@ -38,15 +41,18 @@ import httpx
 from tests.bench.bench_operator import (
     GROUP_PATH,
     REPO,
+    SCOPE,
+    ApiServer,
     ReadyWatch,
+    api_server,
     free_port,
-    jsonl_history,
     request_body,
     rss_mib,
     runtime_python,
+    servers_wanted,
     start_operator,
-    start_sandbox,
     stop,
+    write_history,
 )
 
 CHANGES = 3  # history changes after the first answer, each followed by one request
@@ -67,8 +73,12 @@ def _ready_at(url: str, process: subprocess.Popen[bytes], timeout: float, log: P
     raise RuntimeError(f"not ready after {timeout:.0f} s")
 
 
-async def _first_answer(url: str, name: str) -> float:
-    async with httpx.AsyncClient(base_url=url, timeout=60) as client:
+def _client(api: ApiServer) -> httpx.AsyncClient:
+    return httpx.AsyncClient(base_url=api.url, timeout=60, verify=api.verify, headers=api.headers)
+
+
+async def _first_answer(api: ApiServer, name: str) -> float:
+    async with _client(api) as client:
         body = request_body(1)
         body["metadata"]["name"] = name
         watch = ReadyWatch(client)
@@ -86,12 +96,12 @@ async def _first_answer(url: str, name: str) -> float:
                 await watching
 
 
-async def _after_changes(url: str, name: str, changes: int) -> list[float]:
+async def _after_changes(api: ApiServer, name: str, changes: int) -> list[float]:
     """For each of ``changes`` history changes: an Incident object created, and once the
     operator has answered it (its status written), a request created: seconds until that
     request is Ready. The history's snapshot is rebuilt for it (the change's cost)."""
     waits: list[float] = []
-    async with httpx.AsyncClient(base_url=url, timeout=60) as client:
+    async with _client(api) as client:
         watch = ReadyWatch(client)
         watching = asyncio.create_task(watch.run())
         try:
@@ -141,6 +151,7 @@ def start_once(
     python: str | None = None,
     *,
     keep_index: Path | None = None,
+    server: str = "real",
 ) -> tuple[float, float, float, float]:
     """(start → ready s, ready → first answer s, RSS MiB after the answer, median seconds to
     answer a request right after a history change; NaN when not measured).
@@ -149,32 +160,31 @@ def start_once(
     history changes are measured (the operator saves the changed index over ``index_dir``:
     the warm starts read the copy, the index of the history file)."""
     health = free_port()
-    kubeconfig = workdir / "kubeconfig"
-    sandbox, url = start_sandbox(kubeconfig)
-    operator = None
-    try:
-        log_path = workdir / f"{name}.log"
-        with log_path.open("wb") as log:  # the child holds its own descriptor
-            started = time.perf_counter()
-            operator = start_operator(
-                "precedent.handlers",
-                kubeconfig,
-                history,
-                ["--all-namespaces", f"--liveness=http://127.0.0.1:{health}/healthz"],
-                env={"PRECEDENT_INDEX_DIR": str(index_dir)},
-                stderr=log,
-                python=python,
-            )
-        ready = _ready_at(f"http://127.0.0.1:{health}/healthz", operator, 1800, log_path)
-        answer = asyncio.run(_first_answer(url, name))
-        rss = rss_mib(operator.pid)
-        if keep_index is None:
-            return ready - started, answer, rss, math.nan
-        shutil.copytree(index_dir, keep_index)
-        changed = asyncio.run(_after_changes(url, name, CHANGES))
-        return ready - started, answer, rss, statistics.median(changed)
-    finally:
-        stop(operator, sandbox, timeout=30)
+    with api_server(server, workdir) as api:
+        operator = None
+        try:
+            log_path = workdir / f"{name}.log"
+            with log_path.open("wb") as log:  # the child holds its own descriptor
+                started = time.perf_counter()
+                operator = start_operator(
+                    "precedent.handlers",
+                    api.kubeconfig,
+                    history,
+                    [SCOPE, f"--liveness=http://127.0.0.1:{health}/healthz"],
+                    env={"PRECEDENT_INDEX_DIR": str(index_dir)},
+                    stderr=log,
+                    python=python,
+                )
+            ready = _ready_at(f"http://127.0.0.1:{health}/healthz", operator, 1800, log_path)
+            answer = asyncio.run(_first_answer(api, name))
+            rss = rss_mib(operator.pid)
+            if keep_index is None:
+                return ready - started, answer, rss, math.nan
+            shutil.copytree(index_dir, keep_index)
+            changed = asyncio.run(_after_changes(api, name, CHANGES))
+            return ready - started, answer, rss, statistics.median(changed)
+        finally:
+            stop(operator, timeout=30)
 
 
 def build_index(size: int) -> None:
@@ -198,40 +208,61 @@ def build_index(size: int) -> None:
 def _row(label: str, values: list[tuple[float, float, float, float]]) -> str:
     ready = statistics.median(v[0] for v in values)
     answer = statistics.median(v[1] for v in values)
+    first = statistics.median(v[0] + v[1] for v in values)
     rss = statistics.median(v[2] for v in values)
     measured = [v[3] for v in values if not math.isnan(v[3])]
     changed = f"{statistics.median(measured):.2f}" if measured else "-"
-    return f"{label:<22}{ready:>12.1f}{answer:>16.2f}{rss:>10.0f}{changed:>18}   (n={len(values)})"
+    return (
+        f"{label:<30}{ready:>11.1f}{answer:>12.2f}{first:>16.1f}{rss:>10.0f}{changed:>16}"
+        f"   (n={len(values)})"
+    )
 
 
 def main() -> None:
     sizes = [int(s) for s in os.environ.get("BENCH_STARTUP_SIZES", "10000,100000").split(",")]
     rounds = int(os.environ.get("BENCH_STARTUP_ROUNDS", "3"))
+    servers = servers_wanted()
     python, environment = runtime_python()
     print(f"operator's environment: {environment}")
     print(
-        f"{'history, start':<22}{'→ ready s':>12}{'→ answer s':>16}{'RSS MiB':>10}"
-        f"{'after change s':>18}"
+        f"{'history, start, API server':<30}{'→ ready s':>11}{'→ answer s':>12}"
+        f"{'start→answer s':>16}{'RSS MiB':>10}{'after change s':>16}"
     )
     for size in sizes:
         with tempfile.TemporaryDirectory() as tmp:
             workdir = Path(tmp)
-            history = workdir / "history.jsonl"
-            jsonl_history(size, history)
-            cold: list[tuple[float, float, float, float]] = []
-            warm: list[tuple[float, float, float, float]] = []
-            for i in range(rounds if size <= 10_000 else 1):
-                index_dir = workdir / f"index-{i}"
-                kept = workdir / f"index-{i}-as-built"
-                cold.append(
-                    start_once(history, index_dir, workdir, f"cold-{i}", python, keep_index=kept)
-                )
-            for i in range(rounds):
-                warm.append(
-                    start_once(history, workdir / "index-0-as-built", workdir, f"warm-{i}", python)
-                )
-            print(_row(f"{size:,} cold", cold), flush=True)
-            print(_row(f"{size:,} warm", warm), flush=True)
+            history = write_history(size, workdir)
+            form = "YAML" if history.suffix == ".yaml" else "JSON Lines"
+            for server in servers:
+                cold: list[tuple[float, float, float, float]] = []
+                warm: list[tuple[float, float, float, float]] = []
+                for i in range(rounds if size <= 10_000 else 1):
+                    index_dir = workdir / f"index-{server}-{i}"
+                    kept = workdir / f"index-{server}-{i}-as-built"
+                    cold.append(
+                        start_once(
+                            history,
+                            index_dir,
+                            workdir,
+                            f"cold-{i}",
+                            python,
+                            keep_index=kept,
+                            server=server,
+                        )
+                    )
+                for i in range(rounds):
+                    warm.append(
+                        start_once(
+                            history,
+                            workdir / f"index-{server}-0-as-built",
+                            workdir,
+                            f"warm-{i}",
+                            python,
+                            server=server,
+                        )
+                    )
+                print(_row(f"{size:,} {form} cold, {server}", cold), flush=True)
+                print(_row(f"{size:,} {form} warm, {server}", warm), flush=True)
     if os.environ.get("PRECEDENT_BENCH_1M") == "1":
         size = 1_000_000
         done = subprocess.run(

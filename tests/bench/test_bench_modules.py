@@ -56,3 +56,23 @@ def test_the_operator_benchmark_can_run_the_development_environment() -> None:
     assert runtime_python("dev")[0] == sys.executable
     with pytest.raises(SystemExit, match="BENCH_OPERATOR_ENV"):
         runtime_python("prod")
+
+
+def test_the_fair_no_op_writes_a_status_precedent_would_write() -> None:
+    # The fair no-op's status is one of Precedent's answers: it must still read as one (the
+    # model forbids unknown fields), Ready, with the parts an answer has, so that the bench
+    # compares what an answer costs to write and not a smaller object.
+    import json
+
+    from precedent.models import Assessment, Condition
+    from tests.bench.bench_operator import REPO
+
+    raw = json.loads((REPO / "tests" / "bench" / "fair_status.json").read_text())
+    conditions = [Condition.model_validate(c) for c in raw.pop("conditions")]
+    raw.pop("observedGeneration")
+    assert raw.pop("mark").startswith("hmac-sha256:")  # the status mark, signed per answer
+    assessment = Assessment.model_validate(raw)  # the CRD stores its fields at the top level
+    assert assessment.risk is not None
+    assert assessment.recommendation is not None
+    assert any(c.type == "Ready" and c.status == "True" for c in conditions)
+    assert len(json.dumps(raw, separators=(",", ":"))) > 4000
