@@ -20,7 +20,8 @@ measures, after one warm-up request:
   CPU time per request (a figure that a machine busy with other work disturbs less), and the
   API server's (kube-apiserver and etcd together) and this load client's: the three share the
   machine's cores, so when all are busy the rate is set by what a request costs all three; the
-  mean size of the statuses written;
+  mean size of the statuses written, and the watch events per request (its creation and each
+  write to it);
 - latency: an open-loop load at each rate in BENCH_OPERATOR_RATES for BENCH_OPERATOR_SECONDS,
   create→Ready per request (p50, p99);
 - fairness: BENCH_OPERATOR_FLOOD requests created at once in one namespace, then one in
@@ -229,6 +230,8 @@ class ReadyWatch:
         self.order: list[tuple[str, str]] = []
         self._changed = asyncio.Event()
         self.failed: BaseException | None = None
+        self.events = 0
+        """Watch events received (each request's creation and every write to it)."""
 
     async def run(self) -> None:
         """Follow the requests until cancelled; a failure is kept for :meth:`wait` to raise."""
@@ -257,6 +260,7 @@ class ReadyWatch:
                     if not line:
                         continue
                     event = json.loads(line)
+                    self.events += 1
                     obj = event["object"]
                     rv = obj.get("metadata", {}).get("resourceVersion", rv)
                     if event["type"] in ("ADDED", "MODIFIED"):
@@ -330,6 +334,7 @@ async def drive(server: ApiServer, pid: int, n: int, prefix: str) -> dict[str, A
             cpu = cpu_seconds(pid)
             server_cpu = sum(cpu_seconds(p) for p in server.pids)
             client_cpu = time.process_time()
+            events = watch.events
             started = time.perf_counter()
             await asyncio.gather(*(limited(b) for b in bodies))
             await watch.wait({("default", b["metadata"]["name"]) for b in bodies}, timeout=900)
@@ -342,6 +347,7 @@ async def drive(server: ApiServer, pid: int, n: int, prefix: str) -> dict[str, A
             # (see "machine" in main).
             result["server_ms"] = 1000 * (sum(cpu_seconds(p) for p in server.pids) - server_cpu) / n
             result["client_ms"] = 1000 * (time.process_time() - client_cpu) / n
+            result["writes"] = (watch.events - events) / n
             result["rss"] = rss_mib(pid)
             result["status_bytes"] = await _status_bytes(client, bodies[:50])
 
@@ -684,7 +690,8 @@ def report(server: str, results: Mapping[str, list[dict[str, Any]]]) -> None:
     title = "real kube-apiserver + etcd" if server == "real" else "sandbox API server"
     print(f"\n== {title}")
     print(
-        f"{'operator':<12}{'requests/s':>12}{'CPU ms/req':>12}{'RSS MiB':>10}{'status B':>10}",
+        f"{'operator':<12}{'requests/s':>12}{'CPU ms/req':>12}{'RSS MiB':>10}{'status B':>10}"
+        f"{'events/req':>12}",
         end="",
     )
     for rate in _rates():
@@ -695,7 +702,8 @@ def report(server: str, results: Mapping[str, list[dict[str, Any]]]) -> None:
             continue
         print(
             f"{label:<12}{med(key, 'rate'):>12.1f}{med(key, 'cpu_ms'):>12.2f}"
-            f"{med(key, 'rss'):>10.0f}{med(key, 'status_bytes'):>10.0f}",
+            f"{med(key, 'rss'):>10.0f}{med(key, 'status_bytes'):>10.0f}"
+            f"{med(key, 'writes'):>12.2f}",
             end="",
         )
         for rate in _rates():

@@ -154,9 +154,13 @@ class KubeApi:
             if not token:
                 return items
 
-    async def get_object(self, path: str) -> dict[str, Any] | None:
-        """GET one object at ``path``; None if it does not exist (404)."""
-        response = await self._request("GET", path)
+    async def get_object(self, path: str, *, cached: bool = False) -> dict[str, Any] | None:
+        """GET one object at ``path``; None if it does not exist (404). ``cached``: as the API
+        server's watch cache has it (``resourceVersion=0``: no read from etcd, at most the
+        cache's lag behind it), for reads that are checked again before anything acts on
+        them."""
+        params = {"resourceVersion": "0"} if cached else None
+        response = await self._request("GET", path, params=params)
         if response.status == 404:
             return None
         _raise_for(response, f"get {path}")

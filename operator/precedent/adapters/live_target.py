@@ -64,7 +64,11 @@ class ApiTargets:
             return None
         base = f"{prefix}/namespaces/{namespace}/{plural}" if namespaced else f"{prefix}/{plural}"
         try:
-            obj = await self._api.get_object(f"{base}/{name}")
+            # From the API server's cache: what runs is checked against the target as it is
+            # then (`kubectl precedent apply` refuses a moved target), so the cache's lag
+            # cannot let a change through; an etcd read per request would cost the API
+            # server more than the answer's own writes.
+            obj = await self._api.get_object(f"{base}/{name}", cached=True)
             related: list[Mapping[str, Any]] = []
             if obj is not None:
                 space = name if canon == "namespace" else namespace
