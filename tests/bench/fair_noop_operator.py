@@ -4,9 +4,10 @@ It does no assessment, but writes what an answer is made of: a status of the siz
 Precedent's (``fair_status.json``, one of Precedent's answers to a bench request, with its
 Ready condition and observed generation set per request) and one Event per request, posted
 through its own API client before the status is written, as Precedent posts its decision
-Event. kopf's storage settings are Precedent's. The bare no-op (``noop_operator.py``) writes a
-Ready condition only; the ratio to this one is the one the performance target is stated
-against.
+Event. kopf keeps its state in the status as it does for Precedent, with kopf's own diff base
+(the whole object; Precedent's keeps the spec, labels and annotations only): what a plain kopf
+operator does. The bare no-op (``noop_operator.py``) writes a Ready condition only; the ratio
+to this one is the one the performance target is stated against.
 """
 
 from __future__ import annotations
