@@ -161,6 +161,15 @@ def _delete(target: LiveTarget | None, kind: str, name: str) -> ChangeFacts:
         return ChangeFacts(
             "object-delete", f"deletes {what}, a stateful workload, with all its members", facts
         )
+    if target is not None and target.replicas:
+        # A workload deleted with its replicas: all its capacity goes, as scaling it to zero.
+        facts["capacityRemoved"] = 1.0
+        facts["toZero"] = True
+        return ChangeFacts(
+            "object-delete",
+            f"deletes {what} with its {target.replicas} replica(s): all its capacity",
+            facts,
+        )
     return ChangeFacts("object-delete", f"deletes {what}", facts)
 
 

@@ -130,6 +130,12 @@ BUNDLED_FLOORS: tuple[Floor, ...] = (
         when={"capacityRemoved": 0.5},
     ),
     Floor(
+        "object-delete",
+        Band.MEDIUM,
+        "deletes a production workload with all its replicas",
+        when={"capacityRemoved": 0.5},
+    ),
+    Floor(
         "capacity-down",
         Band.MEDIUM,
         "scales a production workload below its HorizontalPodAutoscaler's minimum",
