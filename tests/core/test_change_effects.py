@@ -100,6 +100,24 @@ def test_a_change_against_its_live_target() -> None:
     )  # not known whether it holds volumes: the riskier reading
 
 
+def test_deleting_a_workload_removes_all_its_capacity() -> None:
+    # A production Deployment deleted with its replicas is at least medium whatever the
+    # history says, as scaling it to zero is; a completed Job deleted is not held by it.
+    delete = RequestChange.model_validate({"delete": {}})
+    live = LiveTarget("deployment", "ledger", "payments", replicas=8)
+    facts = judge_change(delete, "Deployment", "ledger", live)
+    assert facts.effect == "object-delete"
+    assert facts.facts["capacityRemoved"] == 1.0
+    assert facts.facts["toZero"] is True
+    hit = DangerFloors().strictest(facts.effect, 0, facts.facts)
+    assert hit is not None
+    assert hit.score == FLOOR_SCORES[Band.MEDIUM]
+    job = LiveTarget("job", "report", "payments", completed=True)
+    done = judge_change(delete, "Job", "report", job)
+    assert "capacityRemoved" not in done.facts
+    assert DangerFloors().strictest(done.effect, 0, done.facts) is None
+
+
 def test_floors_raise_and_never_lower() -> None:
     floors = DangerFloors()
     hit = floors.strictest("data-delete", 0, {"dataVolumes": 1})
