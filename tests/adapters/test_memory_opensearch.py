@@ -199,3 +199,41 @@ async def test_writes_are_idempotent_by_id_and_searchable_in_openmock() -> None:
     # The resource-type filter excludes other types.
     assert (await store.search(MemoryQuery("payment-processor timeout", "dynamodb"))).hits == []
     await store.aclose()
+
+
+async def test_a_refused_query_makes_the_mapping_read_again(
+    recorded: type[RecordedConnection],
+) -> None:
+    def mapping(dimension: int) -> dict[str, Any]:
+        properties = {"embedding": {"type": "knn_vector", "dimension": dimension}}
+        return {"investigations": {"mappings": {"properties": properties}}}
+
+    refused = {
+        "error": {
+            "type": "search_phase_execution_exception",
+            "reason": "all shards failed",
+        },
+        "status": 400,
+    }
+    recorded.answers = [(200, mapping(2)), (400, refused), (200, mapping(3))]
+    store = memory(detect_vector=True)
+    assert await store.vector_field() == VectorField("embedding", 2)
+    with pytest.raises(MemoryFailure):
+        await store.search(QUERY)
+    assert await store.vector_field() == VectorField("embedding", 3)
+    assert [s["url"] for s in recorded.sent] == [
+        "/investigations/_mapping",
+        "/investigations/_search",
+        "/investigations/_mapping",
+    ]
+
+
+async def test_without_detection_a_refused_query_reads_no_mapping(
+    recorded: type[RecordedConnection],
+) -> None:
+    recorded.answers = [(404, {"error": {"type": "index_not_found_exception"}, "status": 404})]
+    store = memory(detect_vector=False)
+    with pytest.raises(MemoryFailure):
+        await store.search(QUERY)
+    assert await store.vector_field() is None
+    assert len(recorded.sent) == 1

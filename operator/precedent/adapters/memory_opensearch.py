@@ -193,6 +193,7 @@ class OpenSearchMemory:
         self.index = index
         self.url = url
         # None until detected; detection happens once (a failed detection is retried).
+        self._detect = detect_vector
         self._vector: VectorField | object | None = _UNSET if detect_vector else None
 
     @property
@@ -201,7 +202,8 @@ class OpenSearchMemory:
         return f"{self.url.rstrip('/')}/{self.index}" if self.url else self.index
 
     async def vector_field(self) -> VectorField | None:
-        """The index's ``knn_vector`` field, read from its mapping the first time."""
+        """The index's ``knn_vector`` field, read from its mapping the first time (and again
+        after :meth:`forget_mapping`)."""
         if self._vector is _UNSET:
             try:
                 mapping = await self.client.indices.get_mapping(index=self.index)
@@ -210,12 +212,25 @@ class OpenSearchMemory:
             self._vector = vector_field_of(mapping)
         return self._vector if isinstance(self._vector, VectorField) else None
 
+    def forget_mapping(self) -> None:
+        """Read the mapping again at the next :meth:`vector_field` (it may have changed)."""
+        if self._detect:
+            self._vector = _UNSET
+
+    def _forget_mapping_after(self, exc: BaseException) -> None:
+        # 400 (a query or document the mapping refuses, e.g. a vector of another dimension)
+        # and 404 (the index deleted, perhaps re-created otherwise): the mapping read once
+        # may no longer be the index's.
+        if isinstance(exc, TransportError) and exc.status_code in (400, 404):
+            self.forget_mapping()
+
     async def search(self, query: MemoryQuery) -> ParsedHits:
         """Seed 001's search; the knn clause only when the mapping has a vector field."""
         body = seed_search_body(query)
         try:
             response = await self.client.search(index=self.index, body=body)
         except Exception as exc:
+            self._forget_mapping_after(exc)
             raise describe_failure(exc, f"memory {self.location}") from None
         if not isinstance(response, Mapping):
             raise MemoryFailure("error", f"memory {self.location}: answer is not a JSON object")
@@ -232,8 +247,10 @@ class OpenSearchMemory:
         try:
             response = await self.client.bulk(body=lines)
         except Exception as exc:
+            self._forget_mapping_after(exc)
             raise describe_failure(exc, f"memory {self.location}") from None
         if response.get("errors"):
+            self.forget_mapping()  # a rejected document: the mapping may have changed
             for item in response.get("items") or []:
                 result: Mapping[str, Any] = (
                     next(iter(item.values()), {}) if isinstance(item, Mapping) else {}
