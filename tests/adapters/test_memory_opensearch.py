@@ -208,8 +208,16 @@ async def test_a_refused_query_makes_the_mapping_read_again(
         properties = {"embedding": {"type": "knn_vector", "dimension": dimension}}
         return {"investigations": {"mappings": {"properties": properties}}}
 
+    # OpenSearch 2.19's answer to a knn clause of another dimension (tests/integration).
     refused = {
         "error": {
+            "root_cause": [
+                {
+                    "type": "query_shard_exception",
+                    "reason": "failed to create query: Query vector has invalid dimension: 2. "
+                    "Dimension should be: 3",
+                }
+            ],
             "type": "search_phase_execution_exception",
             "reason": "all shards failed",
         },
@@ -218,8 +226,12 @@ async def test_a_refused_query_makes_the_mapping_read_again(
     recorded.answers = [(200, mapping(2)), (400, refused), (200, mapping(3))]
     store = memory(detect_vector=True)
     assert await store.vector_field() == VectorField("embedding", 2)
-    with pytest.raises(MemoryFailure):
+    with pytest.raises(MemoryFailure) as caught:
         await store.search(QUERY)
+    assert str(caught.value).endswith(
+        "HTTP 400: query_shard_exception: failed to create query: Query vector has invalid "
+        "dimension: 2. Dimension should be: 3"
+    )
     assert await store.vector_field() == VectorField("embedding", 3)
     assert [s["url"] for s in recorded.sent] == [
         "/investigations/_mapping",

@@ -88,7 +88,8 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _reason(exc: TransportError) -> str:
-    """OpenSearch's ``error.type``/``error.reason`` when the body has them."""
+    """OpenSearch's ``error.type``/``error.reason`` when the body has them (a failed search's
+    first root cause)."""
     info = exc.info
     if isinstance(info, str):
         try:
@@ -97,6 +98,17 @@ def _reason(exc: TransportError) -> str:
             return str(exc.error)
     if isinstance(info, Mapping):
         error = info.get("error")
+        causes = error.get("root_cause") if isinstance(error, Mapping) else None
+        if (
+            isinstance(error, Mapping)
+            and error.get("type") == "search_phase_execution_exception"
+            and isinstance(causes, list)
+            and causes
+            and isinstance(causes[0], Mapping)
+        ):
+            # "all shards failed" says nothing: the shards' own reason does (a query the
+            # mapping refuses, e.g. a vector of another dimension).
+            error = causes[0]
         if isinstance(error, Mapping):
             kind, reason = error.get("type"), error.get("reason")
             return f"{kind}: {reason}" if kind and reason else str(kind or reason)

@@ -145,6 +145,10 @@ class FleetMemory:
             logger.warning("fleet memory did not answer: %s", exc)
             if exc.kind == "not_found":
                 self._requeue_written()
+            if exc.kind == "timeout":
+                # The client's own timeout is the deadline too (build_memory); whichever of
+                # the two fires first, the answer says the same.
+                return MemoryRecall(problem=f"timeout after {self.timeout_ms} ms")
             return MemoryRecall(problem=str(exc))
         self.breaker.record_success()
         self._count("success", started)
