@@ -71,6 +71,12 @@ def describe_failure(exc: BaseException, where: str) -> MemoryFailure:
     if isinstance(exc, SSLError):
         return MemoryFailure("unreachable", f"{where}: TLS failed: {_first_line(exc)}")
     if isinstance(exc, ConnectionError):
+        if "CERTIFICATE_VERIFY_FAILED" in str(exc):  # aiohttp's, raised as a ConnectionError
+            return MemoryFailure(
+                "unreachable",
+                f"{where}: TLS failed: the server's certificate is not trusted: set "
+                "PRECEDENT_MEMORY_CA_BUNDLE to the CA that signed it",
+            )
         return MemoryFailure("unreachable", f"{where}: unreachable: {_first_line(exc)}")
     if isinstance(exc, TransportError):
         status = exc.status_code
@@ -150,7 +156,14 @@ def build_client(
                 raise MemoryFailure(
                     "error", f"PRECEDENT_MEMORY_CA_BUNDLE: no such file {ca_bundle}"
                 )
-            options["ssl_context"] = ssl.create_default_context(cafile=str(ca_bundle))
+            context = ssl.create_default_context(cafile=str(ca_bundle))
+            if not verify_tls:
+                context.check_hostname = False
+                context.verify_mode = ssl.CERT_NONE
+            # With a context, opensearch-py ignores verify_certs (and warns at every client
+            # it builds): the context alone says how to verify.
+            options["ssl_context"] = context
+            del options["verify_certs"], options["ssl_show_warn"]
     if auth == "api_key" and api_key:
         options["headers"] = {"Authorization": f"ApiKey {api_key}"}
     elif auth == "basic":
