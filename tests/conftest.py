@@ -11,8 +11,11 @@ from precedent.adapters.loader import load_incidents
 from precedent.adapters.model_files import verify_model_files
 from precedent.core.snapshot import History
 from tests.backends import real_etcd
+from tests.opensearch_node import opensearch
 
-__all__ = ["real_etcd"]  # the session's etcd for the real API servers (tests/backends.py)
+# The session's etcd for the real API servers (tests/backends.py) and its OpenSearch node
+# (tests/opensearch_node.py): defined here, so that each starts once per session.
+__all__ = ["opensearch", "real_etcd"]
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"

@@ -40,6 +40,7 @@ NOT_SETTINGS = {
     "PRECEDENT_GOLDEN_UPDATE": "tests/golden/test_golden_statuses.py",
     "PRECEDENT_TEST_KUBECONFIG": "tests/backends.py",  # the real-server suites on a given cluster
     "PRECEDENT_CONTROL_PLANE_BIN": "tests/backends.py",  # binaries built elsewhere
+    "PRECEDENT_OPENSEARCH_HOME": "tests/opensearch_node.py",  # an OpenSearch installed elsewhere
 }
 
 # A weight that must sum to 1 with others moves together with one of them.

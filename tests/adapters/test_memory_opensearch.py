@@ -3,9 +3,12 @@ bodies, OpenSearch's documented errors) and over openmock (writes and searches r
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import certifi
 import pytest
 from opensearchpy.exceptions import ConnectionError, ConnectionTimeout
 
@@ -199,3 +202,96 @@ async def test_writes_are_idempotent_by_id_and_searchable_in_openmock() -> None:
     # The resource-type filter excludes other types.
     assert (await store.search(MemoryQuery("payment-processor timeout", "dynamodb"))).hits == []
     await store.aclose()
+
+
+async def test_a_refused_query_makes_the_mapping_read_again(
+    recorded: type[RecordedConnection],
+) -> None:
+    def mapping(dimension: int) -> dict[str, Any]:
+        properties = {"embedding": {"type": "knn_vector", "dimension": dimension}}
+        return {"investigations": {"mappings": {"properties": properties}}}
+
+    # OpenSearch 2.19's answer to a knn clause of another dimension (tests/integration).
+    refused = {
+        "error": {
+            "root_cause": [
+                {
+                    "type": "query_shard_exception",
+                    "reason": "failed to create query: Query vector has invalid dimension: 2. "
+                    "Dimension should be: 3",
+                }
+            ],
+            "type": "search_phase_execution_exception",
+            "reason": "all shards failed",
+        },
+        "status": 400,
+    }
+    recorded.answers = [(200, mapping(2)), (400, refused), (200, mapping(3))]
+    store = memory(detect_vector=True)
+    assert await store.vector_field() == VectorField("embedding", 2)
+    with pytest.raises(MemoryFailure) as caught:
+        await store.search(QUERY)
+    assert str(caught.value).endswith(
+        "HTTP 400: query_shard_exception: failed to create query: Query vector has invalid "
+        "dimension: 2. Dimension should be: 3"
+    )
+    assert await store.vector_field() == VectorField("embedding", 3)
+    assert [s["url"] for s in recorded.sent] == [
+        "/investigations/_mapping",
+        "/investigations/_search",
+        "/investigations/_mapping",
+    ]
+
+
+async def test_without_detection_a_refused_query_reads_no_mapping(
+    recorded: type[RecordedConnection],
+) -> None:
+    recorded.answers = [(404, {"error": {"type": "index_not_found_exception"}, "status": 404})]
+    store = memory(detect_vector=False)
+    with pytest.raises(MemoryFailure):
+        await store.search(QUERY)
+    assert await store.vector_field() is None
+    assert len(recorded.sent) == 1
+
+
+async def test_a_ca_bundle_alone_says_how_to_verify(recorded: type[RecordedConnection]) -> None:
+    # opensearch-py ignores verify_certs when given a context (and warns at each client).
+    bundle = Path(certifi.where())
+    for verify, mode in ((True, ssl.CERT_REQUIRED), (False, ssl.CERT_NONE)):
+        client = build_client(
+            "https://memory.test:9200",
+            ca_bundle=bundle,
+            verify_tls=verify,
+            connection_class=RecordedConnection,
+        )
+        recorded.answers = [(200, {"hits": {"hits": []}})]
+        await client.search(index="investigations", body={})  # connections are made lazily
+        options = recorded.options
+        assert options["ssl_context"].verify_mode == mode
+        assert options["ssl_context"].check_hostname is verify
+        assert "verify_certs" not in options
+        await client.close()
+    # The aiohttp connection itself: no warning (the suite turns warnings into errors).
+    await build_client("https://memory.test:9200", ca_bundle=bundle, verify_tls=False).close()
+
+
+async def test_an_untrusted_certificate_is_named_with_the_setting_that_fixes_it(
+    recorded: type[RecordedConnection],
+) -> None:
+    # What aiohttp raises for a self-signed server certificate (OpenSearch's demo one).
+    recorded.answers = [
+        ConnectionError(
+            "N/A",
+            "Cannot connect to host 127.0.0.1:9299 ssl:True [SSLCertVerificationError: (1, "
+            "'[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: unable to get local "
+            "issuer certificate (_ssl.c:1006)')]",
+            None,
+        )
+    ]
+    with pytest.raises(MemoryFailure) as caught:
+        await memory().search(QUERY)
+    assert caught.value.kind == "unreachable"
+    assert str(caught.value) == (
+        "memory http://memory.test:9200/investigations: TLS failed: the server's certificate "
+        "is not trusted: set PRECEDENT_MEMORY_CA_BUNDLE to the CA that signed it"
+    )

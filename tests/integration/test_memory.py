@@ -1,11 +1,14 @@
 """Fleet memory across two clusters: the real operator in each (two sandboxes), one memory
-double shared by both (openmock's async client in place of ``AsyncOpenSearch``, since no
-OpenSearch server runs here). A failed outcome reported in cluster east becomes an Incident,
+shared by both: openmock's async client in place of ``AsyncOpenSearch``, and a real OpenSearch
+node (tests/opensearch_node.py). A failed outcome reported in cluster east becomes an Incident,
 east writes it to the memory, and cluster west — which never saw it — finds it there."""
 
 from __future__ import annotations
 
 import asyncio
+import os
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +16,7 @@ import httpx
 import pytest
 from opensearchpy.exceptions import ConnectionError
 
+from precedent.adapters.memory_opensearch import OpenSearchMemory, build_client
 from precedent.core.outcomes import incident_name
 from precedent.demo import apply
 from precedent.metrics import METRICS
@@ -20,19 +24,42 @@ from precedent_sandbox import SandboxThread
 from tests.integration.conftest import DATA, REPO, Cluster, eventually
 from tests.integration.test_outcomes import defrag_request, handled, report
 from tests.memory_double import FakeMemoryClient
+from tests.opensearch_node import OpenSearchCluster
 
 pytestmark = pytest.mark.integration
 
 INDEX = "precedent-incidents"
 
 
+@pytest.mark.parametrize(
+    "memory", ["openmock", pytest.param("opensearch", marks=pytest.mark.opensearch)]
+)
 def test_a_failure_in_one_cluster_is_found_by_another_through_the_memory(
-    cluster: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    cluster: Cluster,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    memory: str,
+    request: pytest.FixtureRequest,
 ) -> None:
-    fake = FakeMemoryClient()
-    monkeypatch.setattr("precedent.adapters.memory_opensearch.AsyncOpenSearch", lambda **_: fake)
+    documents: Callable[[], list[dict[str, Any]]]
+    if memory == "openmock":
+        fake = FakeMemoryClient()
+        monkeypatch.setattr(
+            "precedent.adapters.memory_opensearch.AsyncOpenSearch", lambda **_: fake
+        )
+        monkeypatch.setenv("PRECEDENT_MEMORY_URL", "http://memory.test:9200")
+        documents = partial(fake.documents, INDEX)
+    else:
+        # A real node (tests/opensearch_node.py), the index created as `precedent memory init`
+        # does; the operator runs in hybrid mode, so its documents and queries carry vectors.
+        node: OpenSearchCluster = request.getfixturevalue("opensearch")
+        index = f"{INDEX}-operator-{os.getpid()}"
+        monkeypatch.setenv("PRECEDENT_MEMORY_URL", node.url)
+        monkeypatch.setenv("PRECEDENT_MEMORY_INDEX", index)
+        asyncio.run(_create(node, index))
+        request.addfinalizer(partial(_delete, node, index))
+        documents = partial(_stored, node, index)
     monkeypatch.setenv("PRECEDENT_MEMORY_ENABLED", "true")
-    monkeypatch.setenv("PRECEDENT_MEMORY_URL", "http://memory.test:9200")
     monkeypatch.setenv("PRECEDENT_CLUSTER_NAME", "east")
 
     with cluster.operator():
@@ -44,9 +71,7 @@ def test_a_failure_in_one_cluster_is_found_by_another_through_the_memory(
         response = report(cluster, "defrag-1", {"result": "failed", "message": "journal corrupted"})
         assert response.status_code == 200, response.text
         handled(cluster, "defrag-1")
-        [document] = eventually(
-            lambda: [d for d in fake.documents(INDEX) if d["investigation_id"] == name]
-        )
+        [document] = eventually(lambda: [d for d in documents() if d["investigation_id"] == name])
         assert document["cluster"] == "east"
         assert document["resource_type"] == "volumeattachment"
 
@@ -70,6 +95,29 @@ def test_a_failure_in_one_cluster_is_found_by_another_through_the_memory(
     assert f"{name} from cluster east" in status["risk"]["reasoning"]
     assert status["risk"]["mostRelevantIncident"] == name
     assert status["engine"]["sources"] == ["cluster", "memory"]
+
+
+async def _create(node: OpenSearchCluster, index: str) -> None:
+    url = node.url
+    store = OpenSearchMemory(build_client(url, timeout_seconds=30), index=index, url=url)
+    try:
+        await store.create_index(node.manifests)
+    finally:
+        await store.aclose()
+
+
+def _stored(node: OpenSearchCluster, index: str) -> list[dict[str, Any]]:
+    with node.client() as client:
+        client.post(f"/{index}/_refresh").raise_for_status()
+        answer = client.post(f"/{index}/_search", json={"size": 1000})
+    answer.raise_for_status()
+    return [h["_source"] for h in answer.json()["hits"]["hits"]]
+
+
+def _delete(node: OpenSearchCluster, index: str) -> None:
+    with node.client() as client:
+        client.delete(f"/{index}")
+        client.delete(f"/_index_template/{index}")
 
 
 class _DownClient(FakeMemoryClient):

@@ -288,3 +288,133 @@ async def test_a_memory_incident_is_compared_by_meaning_as_well_as_by_the_rules(
     assert semantic > 0.3
     assert listed["INC-EAST-1"].source == "memory"
     assert assessment.engine.embedder is not None
+
+
+class ListStore(SlowStore):
+    """A store that keeps documents by id; ``down`` fails writes, ``gone`` fails the next
+    search as a deleted index does, ``dimension`` is its vector field's length (0: none), read
+    once and again after a refused document (as the OpenSearch adapter does)."""
+
+    def __init__(self, dimension: int = 0) -> None:
+        super().__init__(0.0)
+        self.documents: dict[str, Mapping[str, Any]] = {}
+        self.down = False
+        self.gone = False
+        self.dimension = dimension
+        self.read: int | None = None
+        self.refused = 0
+
+    async def vector_field(self) -> VectorField | None:
+        if self.read is None:
+            self.read = self.dimension
+        return VectorField("embedding", self.read) if self.read else None
+
+    async def search(self, query: MemoryQuery) -> ParsedHits:
+        if self.gone:
+            self.gone = False
+            raise MemoryFailure("not_found", "memory x: index_not_found_exception (404)")
+        return ParsedHits([], [])
+
+    async def upsert(self, documents: Sequence[tuple[str, Mapping[str, Any]]]) -> int:
+        if self.down:
+            raise MemoryFailure("unreachable", "memory x: unreachable")
+        for _, document in documents:
+            vector = document.get("embedding")
+            if vector is not None and len(vector) != self.dimension:
+                self.refused += 1
+                self.read = None
+                raise MemoryFailure("mapping", "memory x: document: mapper_parsing_exception")
+        self.documents.update(documents)
+        return len(documents)
+
+
+async def _no_wait(seconds: float) -> None:
+    return None
+
+
+def _action() -> Any:
+    from precedent.core.normalize import normalize_request
+    from precedent.models import RemediationRequestSpec
+
+    return normalize_request(RemediationRequestSpec.model_validate(REQUEST))
+
+
+async def test_a_write_given_up_is_written_once_the_memory_answers_again() -> None:
+    metrics = Metrics(CollectorRegistry())
+    store = ListStore()
+    memory = FleetMemory(store, write_retry=RetryPolicy(retries=1), metrics=metrics, sleep=_no_wait)
+    store.down = True
+    memory.remember(Incident.model_validate({"id": "INC-1", "title": "t"}))
+    await memory.flush()
+    assert store.documents == {}
+    assert (
+        metrics.registry.get_sample_value("precedent_memory_writes_total", {"status": "dropped"})
+        == 1.0
+    )
+    store.down = False
+    await memory.flush()
+    assert store.documents == {}  # not retried on its own: the memory has not answered yet
+    assert (await memory.recall(_action())).problem is None
+    await memory.flush()
+    assert set(store.documents) == {"INC-1"}
+    await memory.aclose()
+
+
+async def test_a_newer_version_replaces_the_write_given_up() -> None:
+    store = ListStore()
+    memory = FleetMemory(store, write_retry=RetryPolicy(retries=0), sleep=_no_wait)
+    store.down = True
+    memory.remember(Incident.model_validate({"id": "INC-1", "title": "old"}))
+    await memory.flush()
+    store.down = False
+    memory.remember(Incident.model_validate({"id": "INC-1", "title": "new"}))
+    await memory.flush()
+    await memory.recall(_action())
+    await memory.flush()
+    assert store.documents["INC-1"]["title"] == "new"
+    await memory.aclose()
+
+
+async def test_a_query_that_finds_the_index_gone_writes_this_cluster_s_incidents_again() -> None:
+    store = ListStore()
+    memory = FleetMemory(store, sleep=_no_wait)
+    memory.remember(Incident.model_validate({"id": "INC-1", "title": "t"}))
+    await memory.flush()
+    store.documents.clear()  # the index deleted
+    store.gone = True
+    gone = await memory.recall(_action())
+    assert gone.problem == "memory x: index_not_found_exception (404)"
+    await memory.flush()
+    assert set(store.documents) == {"INC-1"}
+    await memory.aclose()
+
+
+class _Embedder:
+    """Vectors of ``dimension`` ones."""
+
+    def __init__(self, dimension: int) -> None:
+        self.dimension = dimension
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        import numpy as np
+
+        return np.ones((len(texts), self.dimension), dtype=np.float32)
+
+
+async def test_a_write_refused_by_a_changed_mapping_is_rebuilt_for_the_mapping_read_again() -> None:
+    store = ListStore(dimension=8)
+    memory = FleetMemory(
+        store,
+        embedder=_Embedder(8),  # type: ignore[arg-type]
+        write_retry=RetryPolicy(retries=2),
+        sleep=_no_wait,
+    )
+    memory.remember(Incident.model_validate({"id": "INC-1", "title": "t"}))
+    await memory.flush()
+    assert len(store.documents["INC-1"]["embedding"]) == 8
+    store.dimension = 4  # the index re-created for another embedder
+    memory.remember(Incident.model_validate({"id": "INC-2", "title": "t"}))
+    await memory.flush()
+    assert store.refused == 1
+    assert "embedding" not in store.documents["INC-2"]
+    await memory.aclose()

@@ -71,6 +71,12 @@ def describe_failure(exc: BaseException, where: str) -> MemoryFailure:
     if isinstance(exc, SSLError):
         return MemoryFailure("unreachable", f"{where}: TLS failed: {_first_line(exc)}")
     if isinstance(exc, ConnectionError):
+        if "CERTIFICATE_VERIFY_FAILED" in str(exc):  # aiohttp's, raised as a ConnectionError
+            return MemoryFailure(
+                "unreachable",
+                f"{where}: TLS failed: the server's certificate is not trusted: set "
+                "PRECEDENT_MEMORY_CA_BUNDLE to the CA that signed it",
+            )
         return MemoryFailure("unreachable", f"{where}: unreachable: {_first_line(exc)}")
     if isinstance(exc, TransportError):
         status = exc.status_code
@@ -88,7 +94,8 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _reason(exc: TransportError) -> str:
-    """OpenSearch's ``error.type``/``error.reason`` when the body has them."""
+    """OpenSearch's ``error.type``/``error.reason`` when the body has them (a failed search's
+    first root cause)."""
     info = exc.info
     if isinstance(info, str):
         try:
@@ -97,6 +104,17 @@ def _reason(exc: TransportError) -> str:
             return str(exc.error)
     if isinstance(info, Mapping):
         error = info.get("error")
+        causes = error.get("root_cause") if isinstance(error, Mapping) else None
+        if (
+            isinstance(error, Mapping)
+            and error.get("type") == "search_phase_execution_exception"
+            and isinstance(causes, list)
+            and causes
+            and isinstance(causes[0], Mapping)
+        ):
+            # "all shards failed" says nothing: the shards' own reason does (a query the
+            # mapping refuses, e.g. a vector of another dimension).
+            error = causes[0]
         if isinstance(error, Mapping):
             kind, reason = error.get("type"), error.get("reason")
             return f"{kind}: {reason}" if kind and reason else str(kind or reason)
@@ -138,7 +156,14 @@ def build_client(
                 raise MemoryFailure(
                     "error", f"PRECEDENT_MEMORY_CA_BUNDLE: no such file {ca_bundle}"
                 )
-            options["ssl_context"] = ssl.create_default_context(cafile=str(ca_bundle))
+            context = ssl.create_default_context(cafile=str(ca_bundle))
+            if not verify_tls:
+                context.check_hostname = False
+                context.verify_mode = ssl.CERT_NONE
+            # With a context, opensearch-py ignores verify_certs (and warns at every client
+            # it builds): the context alone says how to verify.
+            options["ssl_context"] = context
+            del options["verify_certs"], options["ssl_show_warn"]
     if auth == "api_key" and api_key:
         options["headers"] = {"Authorization": f"ApiKey {api_key}"}
     elif auth == "basic":
@@ -193,6 +218,7 @@ class OpenSearchMemory:
         self.index = index
         self.url = url
         # None until detected; detection happens once (a failed detection is retried).
+        self._detect = detect_vector
         self._vector: VectorField | object | None = _UNSET if detect_vector else None
 
     @property
@@ -201,7 +227,8 @@ class OpenSearchMemory:
         return f"{self.url.rstrip('/')}/{self.index}" if self.url else self.index
 
     async def vector_field(self) -> VectorField | None:
-        """The index's ``knn_vector`` field, read from its mapping the first time."""
+        """The index's ``knn_vector`` field, read from its mapping the first time (and again
+        after :meth:`forget_mapping`)."""
         if self._vector is _UNSET:
             try:
                 mapping = await self.client.indices.get_mapping(index=self.index)
@@ -210,12 +237,25 @@ class OpenSearchMemory:
             self._vector = vector_field_of(mapping)
         return self._vector if isinstance(self._vector, VectorField) else None
 
+    def forget_mapping(self) -> None:
+        """Read the mapping again at the next :meth:`vector_field` (it may have changed)."""
+        if self._detect:
+            self._vector = _UNSET
+
+    def _forget_mapping_after(self, exc: BaseException) -> None:
+        # 400 (a query or document the mapping refuses, e.g. a vector of another dimension)
+        # and 404 (the index deleted, perhaps re-created otherwise): the mapping read once
+        # may no longer be the index's.
+        if isinstance(exc, TransportError) and exc.status_code in (400, 404):
+            self.forget_mapping()
+
     async def search(self, query: MemoryQuery) -> ParsedHits:
         """Seed 001's search; the knn clause only when the mapping has a vector field."""
         body = seed_search_body(query)
         try:
             response = await self.client.search(index=self.index, body=body)
         except Exception as exc:
+            self._forget_mapping_after(exc)
             raise describe_failure(exc, f"memory {self.location}") from None
         if not isinstance(response, Mapping):
             raise MemoryFailure("error", f"memory {self.location}: answer is not a JSON object")
@@ -232,8 +272,10 @@ class OpenSearchMemory:
         try:
             response = await self.client.bulk(body=lines)
         except Exception as exc:
+            self._forget_mapping_after(exc)
             raise describe_failure(exc, f"memory {self.location}") from None
         if response.get("errors"):
+            self.forget_mapping()  # a rejected document: the mapping may have changed
             for item in response.get("items") or []:
                 result: Mapping[str, Any] = (
                     next(iter(item.values()), {}) if isinstance(item, Mapping) else {}

@@ -154,7 +154,9 @@ class IncidentMemory(Protocol):
         ...
 
     async def vector_field(self) -> VectorField | None:
-        """The index's ``knn_vector`` field, detected once; None when it has none."""
+        """The index's ``knn_vector`` field, detected once (and again after the store refused
+        a query or document, or lost the index: the mapping may have changed); None when it has
+        none."""
         ...
 
     async def search(self, query: MemoryQuery) -> ParsedHits:

@@ -9,7 +9,10 @@ local history alone.
 
 Writing (:meth:`FleetMemory.remember`): incidents this cluster holds are queued and written in
 the background, in batches, with bounded retries; the document id is the incident id, so a
-replay or a restart rewrites the same document. Scoring never waits for a write.
+replay or a restart rewrites the same document. Scoring never waits for a write. A batch given
+up after its retries is counted (``dropped``), logged and kept: it is queued again as soon as a
+query is answered. A query that finds the index gone queues again everything this process
+wrote (a write then re-creates the index from the template).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from precedent.core.memory_query import (
     MemoryHit,
     MemoryQuery,
     TopologyLimits,
+    VectorField,
     incident_document,
     rerank,
     topology_hints,
@@ -108,6 +112,8 @@ class FleetMemory:
         self._lock = threading.Lock()
         self._pending: dict[str, Incident] = {}
         self._written: dict[str, Incident] = {}  # what this process already stored, by id
+        # Given up after the bounded retries: tried again once a query is answered.
+        self._parked: dict[str, Incident] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._writer: asyncio.Task[None] | None = None
         self._wake: asyncio.Event | None = None
@@ -137,9 +143,16 @@ class FleetMemory:
             self.breaker.record_failure()
             self._count(exc.kind, started)
             logger.warning("fleet memory did not answer: %s", exc)
+            if exc.kind == "not_found":
+                self._requeue_written()
+            if exc.kind == "timeout":
+                # The client's own timeout is the deadline too (build_memory); whichever of
+                # the two fires first, the answer says the same.
+                return MemoryRecall(problem=f"timeout after {self.timeout_ms} ms")
             return MemoryRecall(problem=str(exc))
         self.breaker.record_success()
         self._count("success", started)
+        self._requeue_parked()
         moment = now or datetime.now(UTC)
         return MemoryRecall(
             hits=hits, topology=topology_hints(hits, now=moment, limits=self.topology)
@@ -183,6 +196,7 @@ class FleetMemory:
     def remember(self, incident: Incident) -> None:
         """Queue ``incident`` for the memory (any thread); unchanged ones are not rewritten."""
         with self._lock:
+            self._parked.pop(incident.id, None)  # this version replaces the one given up
             if self._written.get(incident.id) == incident:
                 return
             self._pending[incident.id] = incident
@@ -197,6 +211,31 @@ class FleetMemory:
             self._kick()
         else:
             loop.call_soon_threadsafe(self._kick)
+
+    def _requeue_written(self) -> None:
+        """The index is gone (deleted; perhaps re-created from the template by a write): what
+        this process wrote is written again, since nothing else would rewrite an unchanged
+        incident."""
+        with self._lock:
+            written, self._written = self._written, {}
+            for key, incident in written.items():
+                self._pending.setdefault(key, incident)
+        if written:
+            logger.warning(
+                "fleet memory %s: index not found: writing this cluster's %d incident(s) again",
+                self.store.location,
+                len(written),
+            )
+            self._kick()
+
+    def _requeue_parked(self) -> None:
+        """The memory answers again: writes given up while it did not are tried once more."""
+        with self._lock:
+            parked, self._parked = self._parked, {}
+            for key, incident in parked.items():
+                self._pending.setdefault(key, incident)
+        if parked:
+            self._kick()
 
     def _bind(self) -> None:
         """Adopt the running event loop for background writes (first use inside it)."""
@@ -235,7 +274,8 @@ class FleetMemory:
                 await self._write(list(batch.values()))
             self._idle.set()
 
-    async def _write(self, incidents: list[Incident]) -> None:
+    async def _vector_embedder(self) -> tuple[VectorField | None, Embedder | None]:
+        """The index's vector field and the embedder to fill it with (None: no vector)."""
         try:
             field_ = await self.store.vector_field()
         except MemoryFailure:
@@ -247,12 +287,22 @@ class FleetMemory:
             and self.embedder.dimension == field_.dimension
             else None
         )
+        return field_, embed
+
+    async def _write(self, incidents: list[Incident]) -> None:
+        field_, embed = await self._vector_embedder()
         documents = [(i.id, self._document(i, embed)) for i in incidents]
         failure: MemoryFailure | None = None
         for attempt in range(self.write_retry.attempts):
             if attempt:
                 self.metrics.memory_writes.labels(status="retry").inc()
                 await self._sleep(self.write_retry.delay(attempt, random.random))
+                # A store that refused the documents or lost the index reads its mapping
+                # again: a vector field of another dimension (or none) rebuilds the documents.
+                again, embed = await self._vector_embedder()
+                if again != field_:
+                    field_ = again
+                    documents = [(i.id, self._document(i, embed)) for i in incidents]
             try:
                 await self.store.upsert(documents)
             except MemoryFailure as exc:
@@ -264,11 +314,17 @@ class FleetMemory:
             with self._lock:
                 for incident in incidents:
                     self._written[incident.id] = incident
+                    self._parked.pop(incident.id, None)
             self.metrics.memory_writes.labels(status="success").inc(len(documents))
             return
         self.metrics.memory_writes.labels(status="dropped").inc(len(documents))
+        with self._lock:
+            for incident in incidents:
+                if incident.id not in self._pending:  # else a newer version is queued
+                    self._parked[incident.id] = incident
         logger.warning(
-            "fleet memory: %d incident(s) not written after %d attempts: %s",
+            "fleet memory: %d incident(s) not written after %d attempts (tried again once "
+            "the memory answers a query): %s",
             len(documents),
             self.write_retry.attempts,
             failure,
