@@ -276,25 +276,27 @@ def _metrics() -> Metrics:
     return Metrics(CollectorRegistry())
 
 
+def operator_on(cluster: OpenSearchCluster, index: str, name: str) -> Engine:
+    """The operator's wiring from its settings for cluster ``name`` (hybrid: the 512-d lexical
+    embedder, as the shipped mapping has), its fleet memory on ``index``."""
+    config = Settings(
+        history_path="",
+        catalog="",
+        cluster_name=name,
+        memory_enabled=True,
+        memory_url=cluster.url,
+        memory_index=index,
+    )
+    return build_service(config, incidents=[], mode="hybrid", follows_cluster=True)
+
+
 # -- one cluster writes, another reads -------------------------------------------------------
 
 
 async def test_an_incident_one_cluster_writes_is_scored_by_another(
     opensearch: OpenSearchCluster, store: OpenSearchMemory, index: str
 ) -> None:
-    def cluster(name: str) -> Engine:
-        # The operator's wiring from its settings (hybrid: the 512-d lexical embedder).
-        config = Settings(
-            history_path="",
-            catalog="",
-            cluster_name=name,
-            memory_enabled=True,
-            memory_url=opensearch.url,
-            memory_index=index,
-        )
-        return build_service(config, incidents=[], mode="hybrid", follows_cluster=True)
-
-    east, west = cluster("east"), cluster("west")
+    east, west = operator_on(opensearch, index, "east"), operator_on(opensearch, index, "west")
     try:
         # East's Incident object (as the outcome loop creates it), written in the background.
         east.objects.upsert_incident(

@@ -23,8 +23,8 @@ from precedent.metrics import Metrics
 from precedent.models import RemediationRequestSpec
 from precedent.services.memory import FleetMemory
 from precedent.settings import MemorySettings, Settings
-from precedent.wiring import Engine, build_memory, build_service
-from tests.integration.test_memory_real_opensearch import REQUEST, incident, stored
+from precedent.wiring import build_memory
+from tests.integration.test_memory_real_opensearch import REQUEST, incident, operator_on, stored
 from tests.opensearch_node import OpenSearchCluster, opensearch_pair
 
 __all__ = ["opensearch_pair"]  # the two-node cluster of this module (tests/opensearch_node.py)
@@ -189,21 +189,9 @@ async def test_an_index_deleted_under_the_operator_is_written_again(
 async def test_a_mapping_changed_under_the_operator_is_read_again(
     opensearch: OpenSearchCluster, index: str
 ) -> None:
-    def operator(name: str) -> Engine:
-        # The operator's wiring (hybrid: 512-d lexical vectors, as the shipped mapping has).
-        config = Settings(
-            history_path="",
-            catalog="",
-            cluster_name=name,
-            memory_enabled=True,
-            memory_url=opensearch.url,
-            memory_index=index,
-        )
-        return build_service(config, incidents=[], mode="hybrid", follows_cluster=True)
-
     await create(opensearch, index)
-    west = operator("west")
-    east = operator("east")
+    west = operator_on(opensearch, index, "west")
+    east = operator_on(opensearch, index, "east")
     try:
         assert (await west.assess(REQUEST)).engine.sources == ["memory"]  # 512-d mapping read
         # Someone re-creates the index for another embedder: a 384-d vector field.
@@ -251,15 +239,7 @@ async def test_a_mapping_changed_under_the_operator_is_read_again(
 async def test_a_512_d_write_refused_by_a_changed_mapping_is_retried_without_the_vector(
     opensearch: OpenSearchCluster, index: str
 ) -> None:
-    config = Settings(
-        history_path="",
-        catalog="",
-        cluster_name="east",
-        memory_enabled=True,
-        memory_url=opensearch.url,
-        memory_index=index,
-    )
-    east = build_service(config, incidents=[], mode="hybrid", follows_cluster=True)
+    east = operator_on(opensearch, index, "east")
     await create(opensearch, index)
     try:
         memory = east.objects.memory
