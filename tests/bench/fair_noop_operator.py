@@ -16,13 +16,14 @@ import base64
 import copy
 import hashlib
 import json
-import logging
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import kopf
+
+from tests.bench.noop_settings import keep_state_in_status
 
 STATUS = json.loads((Path(__file__).with_name("fair_status.json")).read_text(encoding="utf-8"))
 
@@ -94,11 +95,7 @@ CLIENT = _Client()
 @kopf.on.startup()
 async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     """Same bookkeeping as Precedent: kopf state in status, no annotations; its own client."""
-    settings.persistence.progress_storage = kopf.StatusProgressStorage(field="status.kopf.progress")
-    settings.persistence.diffbase_storage = kopf.StatusDiffBaseStorage(
-        field="status.kopf.last-handled-configuration"
-    )
-    settings.posting.level = logging.WARNING
+    keep_state_in_status(settings)
     info = kopf.login_with_kubeconfig(settings=settings)
     if info is None:
         raise kopf.PermanentError("no credentials")

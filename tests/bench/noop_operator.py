@@ -7,20 +7,17 @@ Precedent, so the ratio measures Precedent's own work.
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 import kopf
+
+from tests.bench.noop_settings import keep_state_in_status
 
 
 @kopf.on.startup()
 async def configure(settings: kopf.OperatorSettings, **_: Any) -> None:
     """Same bookkeeping as Precedent: kopf state in status, no annotations."""
-    settings.persistence.progress_storage = kopf.StatusProgressStorage(field="status.kopf.progress")
-    settings.persistence.diffbase_storage = kopf.StatusDiffBaseStorage(
-        field="status.kopf.last-handled-configuration"
-    )
-    settings.posting.level = logging.WARNING
+    keep_state_in_status(settings)
 
 
 @kopf.on.create("precedent.dev", "v1alpha1", "remediationrequests", id="assess")
