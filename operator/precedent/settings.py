@@ -689,7 +689,8 @@ class MemorySettings(_Group):
     ca_bundle: Path | None = _flat(
         "memory_ca_bundle",
         None,
-        description="CA bundle (PEM) the memory's certificate is checked against.",
+        description="CA bundle (PEM) the memory's certificate is checked against; empty: the "
+        "system's CAs.",
     )
     min_edge_confidence: float = _flat(
         "memory_min_edge_confidence",
@@ -710,6 +711,8 @@ class MemorySettings(_Group):
         le=10,
         description="Retries of a background write to the memory.",
     )
+
+    _ca_bundle_blank = field_validator("ca_bundle", mode="before")(_blank_is_none)
 
     @field_validator("edge_max_age", mode="before")
     @classmethod

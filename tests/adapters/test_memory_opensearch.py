@@ -295,3 +295,14 @@ async def test_an_untrusted_certificate_is_named_with_the_setting_that_fixes_it(
         "memory http://memory.test:9200/investigations: TLS failed: the server's certificate "
         "is not trusted: set PRECEDENT_MEMORY_CA_BUNDLE to the CA that signed it"
     )
+
+
+@pytest.mark.parametrize("value", ["", "  "])
+def test_an_empty_ca_bundle_setting_means_the_system_cas(
+    monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    # As a Helm value or a Secret key left empty renders it: not the path ".".
+    from precedent.settings import load_settings
+
+    monkeypatch.setenv("PRECEDENT_MEMORY_CA_BUNDLE", value)
+    assert load_settings().memory.ca_bundle is None
