@@ -16,21 +16,31 @@ distribution is missing they skip with one line saying what to run.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
+import ipaddress
 import json
 import os
 import pwd
+import secrets
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from precedent.adapters.memory_opensearch import MANIFEST_DIR, load_index_manifests
 
@@ -112,6 +122,7 @@ class OpenSearchNode:
         seeds: Sequence[int] = (),
         managers: Sequence[str] = (),
         roles: Sequence[str] | None = None,
+        security: Security | None = None,
     ) -> None:
         self.home = home
         self.workdir = workdir
@@ -124,6 +135,8 @@ class OpenSearchNode:
         self.managers = list(managers)
         """Names of the cluster-manager-eligible nodes that bootstrap the cluster."""
         self.roles = roles
+        self.security = security
+        """TLS and users (the security plugin on); None: the plugin disabled, plain HTTP."""
         self.process: subprocess.Popen[bytes] | None = None
         self.started_seconds: float | None = None
         """From spawning the process to a healthy cluster, as measured by :meth:`wait_ready`."""
@@ -131,7 +144,10 @@ class OpenSearchNode:
 
     @property
     def url(self) -> str:
-        """``http://127.0.0.1:PORT``."""
+        """``http://127.0.0.1:PORT`` (``https://localhost:PORT`` with the security plugin: the
+        name its certificate is for)."""
+        if self.security is not None:
+            return f"https://localhost:{self.http_port}"
         return f"http://127.0.0.1:{self.http_port}"
 
     @property
@@ -178,7 +194,9 @@ class OpenSearchNode:
             settings["discovery.type"] = "single-node"
         if self.roles is not None:
             settings["node.roles"] = list(self.roles)
-        if (self.home / "plugins" / "opensearch-security").is_dir():
+        if self.security is not None:
+            settings.update(self.security.configure(self.home, config, self.name))
+        elif (self.home / "plugins" / "opensearch-security").is_dir():
             settings["plugins.security.disabled"] = True
         lines = [f"{key}: {_yaml(value)}" for key, value in settings.items()]
         (config / "opensearch.yml").write_text("\n".join(lines) + "\n")
@@ -222,8 +240,13 @@ class OpenSearchNode:
 
     def health(self, **params: str) -> dict[str, Any] | None:
         """``GET /_cluster/health`` (None when the node does not answer)."""
+        options: dict[str, Any] = {}
+        if self.security is not None:
+            options = {"auth": self.security.admin, "verify": self.security.context()}
         try:
-            answer = httpx.get(f"{self.url}/_cluster/health", params=params, timeout=10.0)
+            answer = httpx.get(
+                f"{self.url}/_cluster/health", params=params, timeout=10.0, **options
+            )
         except httpx.HTTPError:
             return None
         return dict(answer.json()) if answer.status_code in (200, 408) else None
@@ -305,6 +328,162 @@ class OpenSearchNode:
             os.killpg(self.process.pid, signal.SIGKILL)
 
 
+@dataclass(frozen=True)
+class InternalUser:
+    """A user of the security plugin's internal user database."""
+
+    name: str
+    password: str
+    roles: tuple[str, ...]
+    """The security roles the user has (``all_access``, or one of :class:`Security`'s)."""
+
+
+class Security:
+    """The security plugin turned on for a test node: TLS on HTTP and transport with a CA and a
+    node certificate made here, internal users (bcrypt hashes made by the plugin's own
+    ``tools/hash.sh``) and roles, loaded into the security index when the node first starts
+    (``allow_default_init_securityindex``). Files go to ``directory``."""
+
+    def __init__(
+        self,
+        directory: Path,
+        users: Sequence[InternalUser] = (),
+        roles: dict[str, Any] | None = None,
+    ) -> None:
+        self.directory = directory
+        directory.mkdir(parents=True, exist_ok=True)
+        self.users = list(users)
+        self.roles = dict(roles or {})
+        self.admin = ("admin", "Adm1n-" + secrets.token_urlsafe(12))
+        """A user with ``all_access`` (the node's health checks, the tests' own setup)."""
+        self._ca_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "precedent-test-ca")])
+        now = dt.datetime.now(dt.UTC)
+        self._ca_name = name
+        self._ca_cert = (
+            x509.CertificateBuilder()
+            .subject_name(name)
+            .issuer_name(name)
+            .public_key(self._ca_key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - dt.timedelta(minutes=5))
+            .not_valid_after(now + dt.timedelta(days=1))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+            .add_extension(
+                x509.KeyUsage(
+                    digital_signature=True,
+                    content_commitment=False,
+                    key_encipherment=False,
+                    data_encipherment=False,
+                    key_agreement=False,
+                    key_cert_sign=True,
+                    crl_sign=True,
+                    encipher_only=False,
+                    decipher_only=False,
+                ),
+                critical=True,
+            )
+            .sign(self._ca_key, hashes.SHA256())
+        )
+        self.ca = directory / "root-ca.pem"
+        """The CA (PEM) the node's certificate is signed by: what a client trusts."""
+        self.ca.write_bytes(self._ca_cert.public_bytes(serialization.Encoding.PEM))
+
+    def context(self) -> ssl.SSLContext:
+        """A client's TLS context that trusts the node's certificate."""
+        return ssl.create_default_context(cafile=str(self.ca))
+
+    def _node_certificate(self, node: str) -> tuple[bytes, bytes]:
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        now = dt.datetime.now(dt.UTC)
+        certificate = (
+            x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, node)]))
+            .issuer_name(self._ca_name)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - dt.timedelta(minutes=5))
+            .not_valid_after(now + dt.timedelta(days=1))
+            .add_extension(
+                x509.SubjectAlternativeName(
+                    [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+                ),
+                critical=False,
+            )
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+            .add_extension(
+                # Transport TLS: each node is the other's client as well as its server.
+                x509.ExtendedKeyUsage(
+                    [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]
+                ),
+                critical=False,
+            )
+            .sign(self._ca_key, hashes.SHA256())
+        )
+        pem_key = key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,  # the plugin reads PKCS #8 keys only
+            serialization.NoEncryption(),
+        )
+        return certificate.public_bytes(serialization.Encoding.PEM), pem_key
+
+    def _hash(self, home: Path, password: str) -> str:
+        tool = home / "plugins" / "opensearch-security" / "tools" / "hash.sh"
+        java = java_home()
+        env = {**os.environ}
+        if java is not None and not env.get("JAVA_HOME"):
+            env["OPENSEARCH_JAVA_HOME"] = str(java)
+        done = subprocess.run(
+            ["bash", str(tool), "-p", password],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            check=False,
+        )
+        lines = [line for line in done.stdout.splitlines() if line.startswith("$2")]
+        if done.returncode != 0 or not lines:
+            raise OpenSearchError(f"{tool} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+        return lines[-1].strip()
+
+    def configure(self, home: Path, config: Path, node: str) -> dict[str, Any]:
+        """Write the certificates and the security configuration into a node's ``config``;
+        return the settings that turn the plugin on there."""
+        shipped = home / "config" / "opensearch-security"
+        if not shipped.is_dir():
+            raise OpenSearchError(f"no security plugin configuration in {shipped}")
+        certificate, key = self._node_certificate(node)
+        (config / "node.pem").write_bytes(certificate)
+        (config / "node-key.pem").write_bytes(key)
+        shutil.copy(self.ca, config / "root-ca.pem")
+        target = config / "opensearch-security"
+        shutil.copytree(shipped, target, dirs_exist_ok=True)
+        users: dict[str, Any] = {"_meta": {"type": "internalusers", "config_version": 2}}
+        admin, password = self.admin
+        users[admin] = {"hash": self._hash(home, password), "backend_roles": ["admin"]}
+        for user in self.users:
+            users[user.name] = {
+                "hash": self._hash(home, user.password),
+                "opendistro_security_roles": list(user.roles),
+            }
+        (target / "internal_users.yml").write_text(yaml.safe_dump(users))
+        roles = yaml.safe_load((target / "roles.yml").read_text()) or {}
+        roles.update(self.roles)
+        (target / "roles.yml").write_text(yaml.safe_dump(roles))
+        return {
+            "plugins.security.ssl.transport.pemcert_filepath": "node.pem",
+            "plugins.security.ssl.transport.pemkey_filepath": "node-key.pem",
+            "plugins.security.ssl.transport.pemtrustedcas_filepath": "root-ca.pem",
+            "plugins.security.ssl.transport.enforce_hostname_verification": False,
+            "plugins.security.ssl.http.enabled": True,
+            "plugins.security.ssl.http.pemcert_filepath": "node.pem",
+            "plugins.security.ssl.http.pemkey_filepath": "node-key.pem",
+            "plugins.security.ssl.http.pemtrustedcas_filepath": "root-ca.pem",
+            "plugins.security.allow_default_init_securityindex": True,
+            "plugins.security.nodes_dn": [f"CN={node}"],
+        }
+
+
 def _yaml(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -353,7 +532,13 @@ class OpenSearchCluster:
         return self.nodes[0].url
 
     def client(self) -> httpx.Client:
-        """A synchronous HTTP client on the first node, for the tests' own checks."""
+        """A synchronous HTTP client on the first node, for the tests' own checks (as the
+        security plugin's admin where it is on)."""
+        security = self.nodes[0].security
+        if security is not None:
+            return httpx.Client(
+                base_url=self.url, timeout=30, auth=security.admin, verify=security.context()
+            )
         return httpx.Client(base_url=self.url, timeout=30)
 
     def stop(self) -> None:
@@ -365,9 +550,15 @@ class OpenSearchCluster:
             shutil.rmtree(self.root, ignore_errors=True)
 
 
-def start_cluster(count: int, *, roles: Sequence[Sequence[str] | None] = ()) -> OpenSearchCluster:
+def start_cluster(
+    count: int,
+    *,
+    roles: Sequence[Sequence[str] | None] = (),
+    security: Security | None = None,
+) -> OpenSearchCluster:
     """``count`` nodes (1: discovery.type=single-node; more: the first is the only
-    cluster-manager-eligible node unless ``roles`` says otherwise), healthy; raise otherwise."""
+    cluster-manager-eligible node unless ``roles`` says otherwise), healthy; raise otherwise.
+    With ``security``, the security plugin is on (TLS, its users)."""
     reason = opensearch_unavailable()
     if reason is not None:
         raise OpenSearchError(reason)
@@ -391,6 +582,7 @@ def start_cluster(count: int, *, roles: Sequence[Sequence[str] | None] = ()) -> 
                 seeds=[p for j, p in enumerate(transport) if j != i] if count > 1 else (),
                 managers=[names[0]] if count > 1 else (),
                 roles=node_roles,
+                security=security,
             )
         )
     cluster = OpenSearchCluster(nodes, root)

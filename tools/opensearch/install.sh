@@ -7,7 +7,11 @@
 # - the k-NN plugin of the same version (knn_vector fields and knn queries). Its Maven zip holds
 #   the Java code only, not the faiss/nmslib native libraries of the full distribution: graphs
 #   are not built, and knn queries are answered by the plugin's exact search, in Java, which it
-#   uses below index.knn.advanced.approximate_threshold documents per segment anyway.
+#   uses below index.knn.advanced.approximate_threshold documents per segment anyway;
+# - the security plugin of the same version (TLS and basic auth). Maven Central publishes a
+#   SHA-1 beside its zip, not a SHA-512: the digest below is of the zip whose SHA-1 matched it.
+#   The nodes the tests start disable it (plugins.security.disabled), except the one that tests
+#   authentication (tests/opensearch_node.py).
 # Into .cache/opensearch/<key>/opensearch-<version>, where <key> is a digest of this script.
 # A second run with the same key only prints the directory.
 # Usage: tools/opensearch/install.sh [print-dir]
@@ -23,6 +27,8 @@ server_url="$maven/distribution/integ-test-zip/opensearch/$version/opensearch-$v
 server_sha512=0bed69daad3c80e1302a0dba083f04f5accbb94ba8451052822ec065d24432fe096e329d6971758a8a021025b0302ee5b27eb5d89506853d8be736305f407651
 knn_url="$maven/plugin/opensearch-knn/$knn_version/opensearch-knn-$knn_version.zip"
 knn_sha512=b773727c4c41d08f3e3af4726cde420b90749c55a5cc82ca5fd42a5b58f3edb002f2210b8653a597b5121d4034b428857df7bd82627b44946da7d2ad67111b28
+security_url="$maven/plugin/opensearch-security/$knn_version/opensearch-security-$knn_version.zip"
+security_sha512=89db39616847243fc02392c224164828caccd445ccf85143846ad1e382362f3cf1ce22f87052631eff1fa573dd1d0e6a2e12a54fe8947674cee552b10b736b8a
 
 # The lang-painless module: its jar, its SPI and its dependencies (its POM), path and SHA-512.
 painless_jars="
@@ -75,6 +81,7 @@ if [ -z "${OPENSEARCH_JAVA_HOME:-}" ] && [ -z "${JAVA_HOME:-}" ]; then
 fi
 server_zip="$(fetch "$server_url" "$server_sha512")"
 knn_zip="$(fetch "$knn_url" "$knn_sha512")"
+security_zip="$(fetch "$security_url" "$security_sha512")"
 jars=()
 while read -r path sha512; do
     [ -n "$path" ] || continue
@@ -107,10 +114,14 @@ grant {
   permission java.lang.RuntimePermission "getClassLoader";
 };
 POLICY
-if ! "$home/bin/opensearch-plugin" install --batch "file://$knn_zip" >"$out/knn-install.log" 2>&1; then
-    cat "$out/knn-install.log" >&2
-    exit 1
-fi
+for plugin in knn security; do
+    zip_var="${plugin}_zip"
+    if ! "$home/bin/opensearch-plugin" install --batch "file://${!zip_var}" \
+        >"$out/$plugin-install.log" 2>&1; then
+        cat "$out/$plugin-install.log" >&2
+        exit 1
+    fi
+done
 touch "$out/.complete"
-echo "OpenSearch $version with k-NN $knn_version in $home" >&2
+echo "OpenSearch $version with k-NN and security $knn_version in $home" >&2
 echo "$home"
