@@ -417,6 +417,14 @@ def admission_in_force(client: httpx.Client, timeout: float = 30.0) -> None:
     raise AssertionError(f"the admission policies are not in force after {timeout:.0f} s: {last}")
 
 
+def installed_policies_in_force(server: ControlPlane, timeout: float = 90.0) -> None:
+    """After the README's install on ``server``: wait, as the README tells admins to check,
+    until the admission policies act (until then a request may be refused with 503 while
+    admission resolves the kinds they name, or admitted without them)."""
+    with admin_client(server) as client:
+        admission_in_force(client, timeout=timeout)
+
+
 @contextmanager
 def real_server(
     users: Mapping[str, User], workdir: Path, request: pytest.FixtureRequest

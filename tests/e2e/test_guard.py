@@ -23,7 +23,11 @@ import pytest
 import yaml
 
 from precedent_sandbox.control_plane import User
-from tests.backends import fresh_control_plane, real_server_unavailable
+from tests.backends import (
+    fresh_control_plane,
+    installed_policies_in_force,
+    real_server_unavailable,
+)
 from tests.e2e.test_install_readme import INSTALL, readme_commands
 from tests.e2e.test_real_operator import Cluster, Operator, answered
 from tests.helpers import eventually
@@ -98,6 +102,7 @@ def installed(real_etcd: Any, tmp_path_factory: pytest.TempPathFactory) -> Itera
         assert commands[: len(INSTALL)] == INSTALL
         for command in commands:
             cluster.shell(command)
+        installed_policies_in_force(server)
         # No history: the answers come from the changes and the floors alone.
         cluster.kubectl("delete", "incidents", "--all")
         for namespace, guard in (("shop", "enforce"), ("web", "warn"), ("plain", None)):

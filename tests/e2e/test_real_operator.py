@@ -26,9 +26,8 @@ import yaml
 
 from precedent_sandbox.control_plane import ControlPlane, User
 from tests.backends import (
-    admin_client,
-    admission_in_force,
     fresh_control_plane,
+    installed_policies_in_force,
     real_server_unavailable,
 )
 from tests.e2e.test_install_readme import INSTALL, REPO, readme_commands
@@ -154,10 +153,7 @@ def installed(real_etcd: Any, tmp_path_factory: pytest.TempPathFactory) -> Itera
         assert commands[: len(INSTALL)] == INSTALL
         for command in commands:
             cluster.shell(command)
-        # As the README tells admins: the policies act a moment after the install (until then a
-        # request can be refused with 503 while admission resolves the kinds they name).
-        with admin_client(server) as client:
-            admission_in_force(client, timeout=90)
+        installed_policies_in_force(server)
         for namespace in ("shop", "search", "payments", "checkout", "data"):
             cluster.kubectl("create", "namespace", namespace, check=False)
         cluster.kubectl(
