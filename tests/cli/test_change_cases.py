@@ -134,3 +134,17 @@ def _tried() -> dict[str, dict[str, Any]]:
     if not _TRIED:
         _TRIED.update(_answers("requester.yaml"))
     return _TRIED
+
+
+@pytest.fixture(scope="module")
+def found_answers() -> dict[str, dict[str, Any]]:
+    return _answers("found.yaml")
+
+
+@pytest.mark.parametrize("name", sorted(_labels("found.yaml")))
+def test_every_case_found_by_trying_gets_its_label(
+    name: str, found_answers: dict[str, dict[str, Any]]
+) -> None:
+    label = _labels("found.yaml")[name]
+    risk = found_answers[name]["risk"]
+    assert _holds(label, risk), f"{name}: expected {label}, got {risk['band']} {risk['decision']}"

@@ -143,14 +143,24 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
         "data-delete",
         re.compile(
             r"\b(?:delet|remov|drop|destroy|purg|wip|truncat)\w*\b[^.;\n]{0,50}?"
-            r"\b(?:pvcs?|persistentvolumeclaims?|persistent\s+volumes?|volumes?|disks?|"
+            r"\b(?:pvcs?|persistentvolumeclaims?|persistent\s+volumes?|(?:volume\s+)?claims?|"
+            r"volumes?|disks?|"
             r"databases?|db|tables?|buckets?|namespaces?|data|snapshots?|backups?)\b",
             _FLAGS,
         ),
     ),
     (
         "object-delete",
-        re.compile(r"\b(?:delet|destroy|tear\s+down|uninstall)\w*\b", _FLAGS),
+        re.compile(
+            r"\b(?:delet|destroy|tear\s+down|uninstall)\w*\b"
+            # "remove" deletes when what follows is an object ("remove the label" does not).
+            r"|\b(?:remov|drop|purg|get\s+rid\s+of)\w*\s+(?:(?:the|this|that|these|those|old|"
+            r"stale|unused|orphaned|legacy|[\w.-]+'s)\s+){0,2}(?:[\w.-]+\s+)?"
+            r"(?:deployments?|statefulsets?|daemonsets?|replicasets?|services?|jobs?|cronjobs?|"
+            r"configmaps?|secrets?|ingress(?:es)?|objects?|resources?|workloads?|releases?|"
+            r"charts?|crds?|operators?|apps?|applications?)\b",
+            _FLAGS,
+        ),
     ),
     (
         "privilege-change",
