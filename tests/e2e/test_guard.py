@@ -150,6 +150,28 @@ def replicas(cluster: Cluster, namespace: str = "shop") -> int:
     )
 
 
+def replica_set_follows(cluster: Cluster, count: int, namespace: str = "shop") -> None:
+    """Wait until the Deployment controller has brought checkout's ReplicaSet to ``count``
+    (its update of the ReplicaSet passes the guard: Kubernetes' own controllers are not
+    guarded)."""
+
+    seen: list[list[Any]] = [[]]
+
+    def follows() -> bool | None:
+        listed = json.loads(
+            cluster.kubectl("get", "rs", "-n", namespace, "-l", "app=checkout", "-o", "json").stdout
+        )["items"]
+        seen[0] = [r["spec"].get("replicas") for r in listed]
+        return seen[0] == [count] or None
+
+    try:
+        eventually(follows, timeout=60)
+    except AssertionError:
+        events = cluster.kubectl("get", "events", "-n", namespace).stdout
+        shown = f"ReplicaSets of checkout: {seen[0]}, not [{count}]"
+        raise AssertionError(f"{shown}\n{events}") from None
+
+
 def scale(
     cluster: Cluster, user: str, count: int, namespace: str = "shop"
 ) -> subprocess.CompletedProcess[str]:
@@ -208,6 +230,14 @@ def test_the_guard_on_the_real_api_server(installed: Cluster, tmp_path: Path) ->
         assert "kubectl create -f -" in direct.stderr, direct.stderr
         assert "change: {replicas: 2}" in direct.stderr, direct.stderr
         assert replicas(cluster) == 10
+        # Deleting it takes all its capacity at once: guarded too.
+        deleted = cluster.kubectl(
+            "delete", "deploy/checkout", "-n", "shop", user="erin", check=False
+        )
+        assert deleted.returncode != 0, deleted.stdout
+        assert "needs an approved RemediationRequest" in deleted.stderr, deleted.stderr
+        assert "change: {delete: {propagationPolicy: Background}}" in deleted.stderr, deleted.stderr
+        assert replicas(cluster) == 10
 
         # 2. An approved request admits exactly its change, once.
         cluster.kubectl("apply", "-f", "-", input=scale_request("checkout-to-8", 8), user="rita")
@@ -219,6 +249,7 @@ def test_the_guard_on_the_real_api_server(installed: Cluster, tmp_path: Path) ->
         allowed = scale(cluster, "erin", 8)
         assert allowed.returncode == 0, allowed.stderr
         assert replicas(cluster) == 8
+        replica_set_follows(cluster, 8)
         used = json.loads(
             cluster.kubectl("get", "rr", "checkout-to-8", "-n", "shop", "-o", "json").stdout
         )

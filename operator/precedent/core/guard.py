@@ -4,7 +4,7 @@ at all (the admission webhook of services.guard).
 A namespace opts in with the label ``precedent.dev/guard: enforce | warn``. The shipped
 ValidatingWebhookConfiguration (manifests/guard/) routes the changes its rules and CEL match
 conditions call risky to the operator: replica decreases (the ``scale`` subresource and updates
-of the workload), image changes, deletes of StatefulSets, PersistentVolumeClaims and
+of the workload), image changes, deletes of Deployments, StatefulSets, PersistentVolumeClaims and
 Namespaces, and RoleBindings to powerful roles. That list is admin-owned: edit the
 configuration's rules and conditions. Everything else never reaches the operator.
 

@@ -441,8 +441,10 @@ class ControlPlane:
     def start_controller_manager(self, timeout: float = 60.0) -> None:
         """kube-controller-manager with the controllers a test cluster without nodes needs:
         the garbage collector, namespace deletion, service accounts, the signer of client
-        certificates and the aggregation of the built-in roles (``edit`` and ``admin`` take
-        their rules from it); returns once its ``/healthz`` answers ok."""
+        certificates, the aggregation of the built-in roles (``edit`` and ``admin`` take
+        their rules from it) and Deployments (their ReplicaSets; no pods are made), each
+        under its own kube-system service account as kubeadm runs them; returns once its
+        ``/healthz`` answers ok."""
         pki = self.workdir / "pki"
         log = self.workdir / "kube-controller-manager.log"
         port = free_port()
@@ -452,7 +454,8 @@ class ControlPlane:
                 f"--kubeconfig={self.workdir / 'admin.kubeconfig'}",
                 "--controllers=garbage-collector-controller,namespace-controller,"
                 "serviceaccount-controller,certificatesigningrequest-signing-controller,"
-                "clusterrole-aggregation-controller",
+                "clusterrole-aggregation-controller,deployment-controller",
+                "--use-service-account-credentials=true",
                 f"--service-account-private-key-file={pki / 'sa.key'}",
                 f"--cluster-signing-kube-apiserver-client-cert-file={pki / 'client-ca.crt'}",
                 f"--cluster-signing-kube-apiserver-client-key-file={pki / 'client-ca.key'}",
