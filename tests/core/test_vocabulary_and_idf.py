@@ -159,3 +159,23 @@ def test_a_view_with_more_documents_weighs_as_the_table_would_and_changes_nothin
         table.add(document)
     assert np.array_equal(seen, table.idf(keys))
     assert view.documents == table.documents == 5
+
+
+def test_document_keys_count_as_the_distinct_keys_inside_and_outside_a_batch() -> None:
+    # The sync counts an incident with the hashes its vector was made of (kept while the
+    # batch is embedded) and without removing repeats; the table must be the one the
+    # distinct keys give.
+    embedder = LexicalEmbedder()
+    texts = [incident_text(i) for i in load_incidents([SEED_INCIDENTS])]
+    distinct, repeated = DocumentFrequencies(), DocumentFrequencies()
+    for text in texts:
+        distinct.add(embedder.feature_keys(text, distinct))
+    with embedder.remembering():
+        embedder.embed_documents(texts)
+        remembered = [embedder.document_keys(text, repeated) for text in texts]
+    for text, keys in zip(texts, remembered, strict=True):
+        assert np.array_equal(np.unique(keys), embedder.feature_keys(text, repeated))
+        repeated.add(keys)
+    assert any(len(np.unique(k)) < len(k) for k in remembered)  # repeats were there to count
+    assert np.array_equal(distinct.counts, repeated.counts)
+    assert distinct.documents == repeated.documents == len(texts)

@@ -235,14 +235,19 @@ class VectorNeighbours:
         embedder = self.embedder
         for start in range(0, len(todo), self.batch_size):
             batch = todo[start : start + self.batch_size]
+            # Each incident's text is made once, for its vector, its counts and BM25.
+            texts = [incident_text(incident) for incident in batch]
             if counting and isinstance(embedder, LexicalEmbedder):
                 # The batch's texts are read once for their vectors and their counts.
                 with embedder.remembering():
-                    vectors = embed_incidents(embedder, batch, self.title_weight)
-                    for incident in batch:
-                        self._add_count(incident)
+                    vectors = embed_incidents(embedder, batch, self.title_weight, texts)
+                    for text in texts:
+                        self._add_count_of(text)
             else:
-                vectors = embed_incidents(embedder, batch, self.title_weight)
+                vectors = embed_incidents(embedder, batch, self.title_weight, texts)
+            if self.fusion_weight > 0:
+                for incident, text in zip(batch, texts, strict=True):
+                    self.bm25.add(incident.id, text, fingerprints[incident.id])
             self.index.add(
                 [i.id for i in batch],
                 vectors,
@@ -376,9 +381,12 @@ class VectorNeighbours:
         return True
 
     def _add_count(self, incident: Incident) -> None:
+        self._add_count_of(incident_text(incident))
+
+    def _add_count_of(self, text: str) -> None:
         frequencies, embedder = self.frequencies, self.embedder
         if frequencies is not None and isinstance(embedder, LexicalEmbedder):
-            frequencies.add(embedder.feature_keys(incident_text(incident), frequencies))
+            frequencies.add(embedder.document_keys(text, frequencies))
 
     def cosines(self, text: str, k: int, *, domain: str | None = None) -> list[tuple[str, float]]:
         """Up to ``k`` ``(incident id, cosine)`` pairs for a text, best first."""

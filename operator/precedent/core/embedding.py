@@ -93,12 +93,13 @@ class DocumentFrequencies:
         return self._mask
 
     def add(self, keys: npt.NDArray[np.int64]) -> None:
-        """Count one document with these distinct feature keys."""
+        """Count one document with these feature keys, each distinct key once (a repeated key
+        is not counted twice: numpy's indexed ``+=`` writes each index once)."""
         self.counts[keys] += 1
         self.documents += 1
 
     def remove(self, keys: npt.NDArray[np.int64]) -> None:
-        """Forget one document counted with ``add``."""
+        """Forget one document counted with ``add`` (the same keys, repeated or not)."""
         self.counts[keys] -= 1
         self.documents -= 1
 
@@ -277,6 +278,9 @@ class LexicalEmbedder:
         self._grams = _Grams(lo, hi)
         # Texts' features kept while ``remembering`` (one batch of incidents).
         self._memo: dict[tuple[str, bool], tuple[_Grams, Counter[str], Counter[int]]] | None = None
+        # Within ``remembering``: each embedded text's feature hashes (words, then n-grams),
+        # as the batch computed them, for its document-frequency keys.
+        self._hash_memo: dict[str, npt.NDArray[np.int64]] | None = None
 
     @property
     def name(self) -> str:
@@ -338,6 +342,8 @@ class LexicalEmbedder:
             grams = self._grams = _Grams(lo, hi, grams.limit)  # the full one's bound
             if self._memo is not None:
                 self._memo.clear()  # their numbers are the old table's
+            if self._hash_memo is not None:
+                self._hash_memo.clear()
         return grams
 
     def settle(self, margin: int = SETTLED_MARGIN) -> None:
@@ -361,10 +367,12 @@ class LexicalEmbedder:
         """Within the block, a text's features are computed once (an incident's vector and its
         document-frequency keys read the same text); forgotten when the block ends."""
         self._memo = {}
+        self._hash_memo = {}
         try:
             yield
         finally:
             self._memo = None
+            self._hash_memo = None
 
     def _features(
         self, text: str, vocabulary: bool, grams: _Grams
@@ -399,12 +407,22 @@ class LexicalEmbedder:
 
     def feature_keys(self, text: str, frequencies: DocumentFrequencies) -> npt.NDArray[np.int64]:
         """The distinct counter indices of ``text``'s features, for ``DocumentFrequencies``."""
-        grams = self._table()
-        word_feats, chars = self._features(text, True, grams)
-        hashes = np.concatenate(
-            [self._hash_all(list(word_feats)), self._gram_hashes(grams, chars, len(chars))]
-        )
-        return np.unique(hashes & frequencies.mask)
+        return np.unique(self.document_keys(text, frequencies))
+
+    def document_keys(self, text: str, frequencies: DocumentFrequencies) -> npt.NDArray[np.int64]:
+        """The counter indices of ``text``'s features, a key repeated where two features share
+        a bucket: what :meth:`DocumentFrequencies.add` counts once each. Within
+        :meth:`remembering`, the hashes its vector was made of are reused."""
+        memo = self._hash_memo
+        hashes = memo.get(text) if memo is not None else None
+        if hashes is None:
+            grams = self._table()
+            word_feats, chars = self._features(text, True, grams)
+            hashes = np.concatenate(
+                [self._hash_all(list(word_feats)), self._gram_hashes(grams, chars, len(chars))]
+            )
+        keys: npt.NDArray[np.int64] = hashes & frequencies.mask
+        return keys
 
     def _embed_many(
         self,
@@ -482,19 +500,18 @@ class LexicalEmbedder:
             char_counts.extend(chars.values())
             char_lengths.append(len(chars))
         vec = np.zeros((len(texts), self._dimension), dtype=np.float64)
+        word_hashes = self._hash_all(word_features)
+        char_hashes = self._gram_hashes(grams, char_features, len(char_features))
+        if self._hash_memo is not None and vocabulary:
+            self._remember_hashes(texts, word_hashes, word_lengths, char_hashes, char_lengths)
         for weight, block in (
             (
                 self._word_weight,
-                self._blocks(self._hash_all(word_features), word_counts, word_lengths, frequencies),
+                self._blocks(word_hashes, word_counts, word_lengths, frequencies),
             ),
             (
                 1.0 - self._word_weight,
-                self._blocks(
-                    self._gram_hashes(grams, char_features, len(char_features)),
-                    char_counts,
-                    char_lengths,
-                    frequencies,
-                ),
+                self._blocks(char_hashes, char_counts, char_lengths, frequencies),
             ),
         ):
             norms = _norms(block)
@@ -506,6 +523,27 @@ class LexicalEmbedder:
         norms = _norms(vec)
         vec /= np.where(norms > 0, norms, 1.0)[:, None]
         return vec.astype(np.float32)
+
+    def _remember_hashes(
+        self,
+        texts: Sequence[str],
+        word_hashes: npt.NDArray[np.int64],
+        word_lengths: list[int],
+        char_hashes: npt.NDArray[np.int64],
+        char_lengths: list[int],
+    ) -> None:
+        """Keep each text's feature hashes (its words', then its n-grams') for
+        :meth:`document_keys`."""
+        memo = self._hash_memo
+        assert memo is not None
+        word_ends = itertools.accumulate(word_lengths)
+        char_ends = itertools.accumulate(char_lengths)
+        word_start = char_start = 0
+        for text, word_end, char_end in zip(texts, word_ends, char_ends, strict=True):
+            memo[text] = np.concatenate(
+                [word_hashes[word_start:word_end], char_hashes[char_start:char_end]]
+            )
+            word_start, char_start = word_end, char_end
 
     def embed(self, texts: Sequence[str]) -> FloatMatrix:
         """Unit vectors without concept features, one row per text (the playbook catalog's

@@ -115,12 +115,16 @@ TITLE_WEIGHT = 0.5
 
 
 def embed_incidents(
-    embedder: Embedder, incidents: Sequence[Incident], title_weight: float = TITLE_WEIGHT
+    embedder: Embedder,
+    incidents: Sequence[Incident],
+    title_weight: float = TITLE_WEIGHT,
+    texts: Sequence[str] | None = None,
 ) -> npt.NDArray[np.float32]:
-    """Unit vectors ``normalise(w · embed(title) + (1 − w) · embed(incident_text))``."""
+    """Unit vectors ``normalise(w · embed(title) + (1 − w) · embed(incident_text))``
+    (``texts``: the incidents' ``incident_text``, when the caller has made them)."""
     # The lexical embedder adds its action vocabulary only on the incident/request side.
     embed = embedder.embed_documents if isinstance(embedder, LexicalEmbedder) else embedder.embed
-    full = embed([incident_text(i) for i in incidents])
+    full = embed(list(texts) if texts is not None else [incident_text(i) for i in incidents])
     if title_weight <= 0 or not incidents:
         return full
     titles = embed([i.title for i in incidents])
