@@ -28,6 +28,7 @@ from typing import IO, Any
 
 import yaml
 
+from precedent.adapters.yaml_build import load_all
 from precedent.errors import LoadError
 
 __all__ = [
@@ -204,7 +205,8 @@ def parse_yaml_documents(text: str, source: str, *, limits: InputLimits = LIMITS
     """Every document of a YAML stream (safe types only), within the limits."""
     try:
         _scan_yaml(text, source, limits)
-        return list(yaml.load_all(text, Loader=_SAFE_LOADER))
+        # What yaml.load_all(text, Loader=_SAFE_LOADER) returns, built with fewer calls.
+        return load_all(text, _SAFE_LOADER)
     except yaml.YAMLError as exc:
         raise _yaml_error(exc, source) from None
     except (ValueError, OverflowError) as exc:
