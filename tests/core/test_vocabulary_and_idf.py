@@ -179,3 +179,24 @@ def test_document_keys_count_as_the_distinct_keys_inside_and_outside_a_batch() -
     assert any(len(np.unique(k)) < len(k) for k in remembered)  # repeats were there to count
     assert np.array_equal(distinct.counts, repeated.counts)
     assert distinct.documents == repeated.documents == len(texts)
+
+
+def test_bm25_terms_from_the_embedder_s_reading_are_the_ones_it_reads_itself() -> None:
+    from precedent.core.embedding import Bm25Match
+
+    embedder = LexicalEmbedder()
+    incidents = load_incidents([SEED_INCIDENTS])
+    texts = [incident_text(i) for i in incidents]
+    own, reused = Bm25Match(), Bm25Match()
+    with embedder.remembering():
+        embedder.embed_documents(texts)
+        for incident, text in zip(incidents, texts, strict=True):
+            tokens = embedder.tokens(text)
+            assert tokens is not None
+            own.add(incident.id, text)
+            reused.add(incident.id, text, tokens=tokens)
+    assert embedder.tokens(texts[0]) is None  # forgotten after the batch
+    mine, theirs = own.export(), reused.export()
+    assert mine.keys() == theirs.keys()
+    for key in mine:
+        assert np.array_equal(np.asarray(mine[key]), np.asarray(theirs[key])), key

@@ -237,17 +237,17 @@ class VectorNeighbours:
             batch = todo[start : start + self.batch_size]
             # Each incident's text is made once, for its vector, its counts and BM25.
             texts = [incident_text(incident) for incident in batch]
-            if counting and isinstance(embedder, LexicalEmbedder):
-                # The batch's texts are read once for their vectors and their counts.
+            if isinstance(embedder, LexicalEmbedder):
+                # The batch's texts are read once for their vectors, counts and BM25 terms.
                 with embedder.remembering():
                     vectors = embed_incidents(embedder, batch, self.title_weight, texts)
-                    for text in texts:
-                        self._add_count_of(text)
+                    if counting:
+                        for text in texts:
+                            self._add_count_of(text)
+                    self._add_bm25(batch, texts, fingerprints, embedder)
             else:
                 vectors = embed_incidents(embedder, batch, self.title_weight, texts)
-            if self.fusion_weight > 0:
-                for incident, text in zip(batch, texts, strict=True):
-                    self.bm25.add(incident.id, text, fingerprints[incident.id])
+                self._add_bm25(batch, texts, fingerprints, None)
             self.index.add(
                 [i.id for i in batch],
                 vectors,
@@ -379,6 +379,19 @@ class VectorNeighbours:
                 if incident.id not in pending:
                     self._add_count(incident)
         return True
+
+    def _add_bm25(
+        self,
+        batch: Sequence[Incident],
+        texts: Sequence[str],
+        fingerprints: Mapping[str, str],
+        embedder: LexicalEmbedder | None,
+    ) -> None:
+        if self.fusion_weight <= 0:
+            return
+        for incident, text in zip(batch, texts, strict=True):
+            tokens = embedder.tokens(text) if embedder is not None else None
+            self.bm25.add(incident.id, text, fingerprints[incident.id], tokens=tokens)
 
     def _add_count(self, incident: Incident) -> None:
         self._add_count_of(incident_text(incident))

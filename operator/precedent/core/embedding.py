@@ -29,6 +29,9 @@ import numpy.typing as npt
 
 from precedent.core.vocabulary import ACTION_CONCEPTS, settle_words, word_concepts
 
+_ACTION_FEATURES = frozenset(f"~{name}" for name in ACTION_CONCEPTS)
+"""The concept features BM25 counts as words (``word_concepts(…, only=ACTION_CONCEPTS)``)."""
+
 __all__ = [
     "STOPWORDS",
     "Bm25",
@@ -281,6 +284,9 @@ class LexicalEmbedder:
         # Within ``remembering``: each embedded text's feature hashes (words, then n-grams),
         # as the batch computed them, for its document-frequency keys.
         self._hash_memo: dict[str, npt.NDArray[np.int64]] | None = None
+        # Within ``remembering``: each text's words (stopwords out) and concept features, for
+        # BM25's terms (``tokens``).
+        self._token_memo: dict[str, tuple[list[str], list[str]]] | None = None
 
     @property
     def name(self) -> str:
@@ -368,11 +374,13 @@ class LexicalEmbedder:
         document-frequency keys read the same text); forgotten when the block ends."""
         self._memo = {}
         self._hash_memo = {}
+        self._token_memo = {}
         try:
             yield
         finally:
             self._memo = None
             self._hash_memo = None
+            self._token_memo = None
 
     def _features(
         self, text: str, vocabulary: bool, grams: _Grams
@@ -399,7 +407,10 @@ class LexicalEmbedder:
         if self._bigram_weight > 0:
             parts.append(map(" ".join, itertools.pairwise(words)))
         if vocabulary and self._vocabulary:
-            parts.append(word_concepts(every))  # ``concepts(text)``
+            found = word_concepts(every)  # ``concepts(text)``
+            parts.append(found)
+            if self._token_memo is not None:
+                self._token_memo[text] = (words, found)
         word_feats: Counter[str] = Counter(itertools.chain.from_iterable(parts))
         # Counted in the order the n-grams occur, word by word, as the vectors were defined.
         chars: Counter[int] = Counter(itertools.chain.from_iterable(map(grams.__getitem__, words)))
@@ -408,6 +419,12 @@ class LexicalEmbedder:
     def feature_keys(self, text: str, frequencies: DocumentFrequencies) -> npt.NDArray[np.int64]:
         """The distinct counter indices of ``text``'s features, for ``DocumentFrequencies``."""
         return np.unique(self.document_keys(text, frequencies))
+
+    def tokens(self, text: str) -> tuple[list[str], list[str]] | None:
+        """Within :meth:`remembering`, for a text embedded there with the vocabulary: its words
+        (``tokenize(text)``) and its concept features (``concepts(text)``); else None."""
+        memo = self._token_memo
+        return memo.get(text) if memo is not None else None
 
     def document_keys(self, text: str, frequencies: DocumentFrequencies) -> npt.NDArray[np.int64]:
         """The counter indices of ``text``'s features, a key repeated where two features share
@@ -770,18 +787,34 @@ class Bm25Match:
         self._df = Counter({self._words[n]: c for n, c in enumerate(df) if c > 0})
         self._total = int(sum(lengths))
 
-    def _terms_of(self, text: str) -> Counter[str]:
+    def _terms_of(
+        self, text: str, tokens: tuple[list[str], list[str]] | None = None
+    ) -> Counter[str]:
+        if tokens is not None:  # the words and every concept, as the embedder read them
+            words, found = tokens
+            counts = Counter(words)
+            if self._vocabulary:
+                counts.update(f for f in found if f in _ACTION_FEATURES)
+            return counts
         every = _WORD.findall(text.lower())
         counts = Counter([w for w in every if w not in STOPWORDS])  # ``tokenize(text)``
         if self._vocabulary:
             counts.update(word_concepts(every, only=ACTION_CONCEPTS))
         return counts
 
-    def add(self, doc_id: str, text: str, fingerprint: str = "") -> None:
-        """Add (or replace) one document."""
+    def add(
+        self,
+        doc_id: str,
+        text: str,
+        fingerprint: str = "",
+        *,
+        tokens: tuple[list[str], list[str]] | None = None,
+    ) -> None:
+        """Add (or replace) one document (``tokens``: its words and concept features, as
+        :meth:`LexicalEmbedder.tokens` gives them, when the text was read already)."""
         self.remove(doc_id)
         numbered = []
-        for term, count in self._terms_of(text).items():
+        for term, count in self._terms_of(text, tokens).items():
             number = self._numbers.get(term)
             if number is None:
                 number = self._numbers[term] = len(self._words)
