@@ -1181,17 +1181,19 @@ def probe_playbooks(memo: kopf.Memo, **_: Any) -> int:
 # match conditions), a short timeout, or Fail for enforce and Ignore for warn.
 
 _GUARDED = {
-    ("apps", "deployments"),
-    ("apps", "statefulsets"),
-    ("apps", "replicasets"),
-    ("", "persistentvolumeclaims"),
-    ("", "namespaces"),
-    ("rbac.authorization.k8s.io", "rolebindings"),
+    ("apps", "deployments"): "v1",
+    ("apps", "statefulsets"): "v1",
+    ("apps", "replicasets"): "v1",
+    ("", "persistentvolumeclaims"): "v1",
+    ("", "namespaces"): "v1",
+    ("rbac.authorization.k8s.io", "rolebindings"): "v1",
+    ("autoscaling", "horizontalpodautoscalers"): "v2",
 }
+"""The resources the webhook configuration may route, each at the version it asks for."""
 
 
 def _guarded(resource: kopf.Resource) -> bool:
-    return (resource.group, resource.plural) in _GUARDED and resource.version == "v1"
+    return _GUARDED.get((resource.group, resource.plural)) == resource.version
 
 
 def _with_change(spec: kopf.Spec, **_: Any) -> bool:

@@ -76,6 +76,62 @@ def test_what_a_change_is() -> None:
     assert change_of("rolebindings", None, "CREATE", "shop", "b", None, view) is None
 
 
+def autoscaler(ceiling: int, running: int | None) -> dict[str, Any]:
+    status = {} if running is None else {"currentReplicas": running}
+    return {
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "checkout", "namespace": "shop", "uid": "h1"},
+        "spec": {"minReplicas": 2, "maxReplicas": ceiling},
+        "status": status,
+    }
+
+
+def test_an_autoscaler_s_ceiling_below_what_it_runs_is_a_scale_down() -> None:
+    # The HPA would scale the workload down to it: the same change as scaling it by hand.
+    hpa = "horizontalpodautoscalers"
+    lowered = change_of(
+        hpa, None, "UPDATE", "shop", "checkout", autoscaler(20, 12), autoscaler(3, 12)
+    )
+    assert lowered is not None
+    assert lowered.effect == "capacity-down"
+    assert lowered.kind == "HorizontalPodAutoscaler"
+    assert lowered.change == RequestChange(patch={"spec": {"maxReplicas": 3}})
+    assert lowered.summary == (
+        "lower the maxReplicas of HorizontalPodAutoscaler checkout from 20 to 3 (it runs 12)"
+    )
+    unknown = change_of(
+        hpa, None, "UPDATE", "shop", "checkout", autoscaler(20, None), autoscaler(3, None)
+    )
+    assert unknown is not None
+    # Still above what it runs, or raised: nothing is scaled down.
+    assert (
+        change_of(hpa, None, "UPDATE", "shop", "checkout", autoscaler(20, 12), autoscaler(15, 12))
+        is None
+    )
+    assert (
+        change_of(hpa, None, "UPDATE", "shop", "checkout", autoscaler(20, 12), autoscaler(30, 12))
+        is None
+    )
+
+
+def test_a_lowered_ceiling_is_judged_by_what_the_autoscaler_runs() -> None:
+    from precedent.core.change import judge_change, live_target_of
+
+    def judged(ceiling: int, running: int | None) -> Any:
+        target = live_target_of(
+            autoscaler(20, running), "HorizontalPodAutoscaler", "checkout", "shop"
+        )
+        change = RequestChange(patch={"spec": {"maxReplicas": ceiling}})
+        return judge_change(change, "HorizontalPodAutoscaler", "checkout", target)
+
+    down = judged(3, 12)
+    assert down.effect == "capacity-down"
+    assert down.facts["capacityRemoved"] == 0.75
+    assert "12 → 3" in down.summary
+    assert judged(3, None).effect == "capacity-down"  # not known: the riskier reading
+    assert judged(15, 12).effect == "autoscaling-change"
+
+
 def request(
     change: dict[str, Any], *, replicas: int = 10, approved: bool = True, **status: Any
 ) -> dict[str, Any]:

@@ -238,6 +238,49 @@ def test_the_guard_on_the_real_api_server(installed: Cluster, tmp_path: Path) ->
         assert "needs an approved RemediationRequest" in deleted.stderr, deleted.stderr
         assert "change: {delete: {propagationPolicy: Background}}" in deleted.stderr, deleted.stderr
         assert replicas(cluster) == 10
+        # Lowering its autoscaler's ceiling would have the HPA scale it down: guarded too.
+        hpa = {
+            "apiVersion": "autoscaling/v2",
+            "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": "checkout", "namespace": "shop"},
+            "spec": {
+                "scaleTargetRef": {
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "name": "checkout",
+                },
+                "minReplicas": 2,
+                "maxReplicas": 20,
+            },
+        }
+        cluster.kubectl("apply", "-f", "-", input=json.dumps(hpa))
+        lowered = cluster.kubectl(
+            "patch",
+            "hpa/checkout",
+            "-n",
+            "shop",
+            "--type=merge",
+            "-p",
+            '{"spec": {"maxReplicas": 2}}',
+            user="erin",
+            check=False,
+        )
+        assert lowered.returncode != 0, lowered.stdout
+        assert "lower the maxReplicas of HorizontalPodAutoscaler checkout" in lowered.stderr
+        assert "change: {patch: {spec: {maxReplicas: 2}}}" in lowered.stderr, lowered.stderr
+        raised = cluster.kubectl(
+            "patch",
+            "hpa/checkout",
+            "-n",
+            "shop",
+            "--type=merge",
+            "-p",
+            '{"spec": {"maxReplicas": 30}}',
+            user="erin",
+            check=False,
+        )
+        assert raised.returncode == 0, raised.stderr
+        cluster.kubectl("delete", "hpa/checkout", "-n", "shop")
 
         # 2. An approved request admits exactly its change, once.
         cluster.kubectl("apply", "-f", "-", input=scale_request("checkout-to-8", 8), user="rita")

@@ -185,12 +185,26 @@ def _patch(
         return _capacity(before, int(spec["replicas"]), target, what)
     if canon in BINDING_KINDS or "roleRef" in patch or "subjects" in patch:
         return _privilege(patch, target, what)
+    ceiling = spec.get("maxReplicas")
+    if canon == "horizontalpodautoscaler" and isinstance(ceiling, int):
+        return _ceiling(ceiling, target, what)
     template = spec.get("template") if isinstance(spec.get("template"), Mapping) else None
     if template is not None and "image" in repr(template):
         return ChangeFacts("image-change", f"patches {what}'s pod template images")
     if canon == "node" and spec.get("unschedulable") is True:
         return ChangeFacts("node-disruption", f"cordons {what}")
     return ChangeFacts("config-change", f"patches {what} ({', '.join(sorted(patch))})")
+
+
+def _ceiling(ceiling: int, target: LiveTarget | None, what: str) -> ChangeFacts:
+    """A HorizontalPodAutoscaler's maxReplicas set to ``ceiling``: below the replicas it runs
+    its workload at, the HPA scales the workload down to it (unknown: read as a decrease)."""
+    now = target.replicas if target is not None else None
+    if now is not None and ceiling >= now:
+        return ChangeFacts(
+            "autoscaling-change", f"sets maxReplicas {ceiling} on {what} (it runs {now})"
+        )
+    return _capacity(now, ceiling, None, f"the workload of {what} (maxReplicas {ceiling})")
 
 
 def _privilege(patch: Mapping[str, Any], target: LiveTarget | None, what: str) -> ChangeFacts:
@@ -371,6 +385,8 @@ def live_target_of(
         if isinstance(c.get("name"), str) and isinstance(c.get("image"), str)
     }
     replicas = spec.get("replicas")
+    if canon == "horizontalpodautoscaler":  # what it runs its workload at now
+        replicas = status.get("currentReplicas")
     if not isinstance(replicas, int) or isinstance(replicas, bool):
         replicas = 1 if canon in ("deployment", "statefulset", "replicaset") else None
     claims_in_template = any(

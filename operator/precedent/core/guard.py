@@ -4,8 +4,9 @@ at all (the admission webhook of services.guard).
 A namespace opts in with the label ``precedent.dev/guard: enforce | warn``. The shipped
 ValidatingWebhookConfiguration (manifests/guard/) routes the changes its rules and CEL match
 conditions call risky to the operator: replica decreases (the ``scale`` subresource and updates
-of the workload), image changes, deletes of Deployments, StatefulSets, PersistentVolumeClaims and
-Namespaces, and RoleBindings to powerful roles. That list is admin-owned: edit the
+of the workload), image changes, a HorizontalPodAutoscaler's maxReplicas lowered below what
+it runs, deletes of Deployments, StatefulSets, PersistentVolumeClaims and Namespaces, and
+RoleBindings to powerful roles. That list is admin-owned: edit the
 configuration's rules and conditions. Everything else never reaches the operator.
 
 This module is pure: :func:`change_of` reads an AdmissionReview's objects as the same
@@ -51,6 +52,7 @@ _KINDS = {
     "persistentvolumeclaims": "PersistentVolumeClaim",
     "namespaces": "Namespace",
     "rolebindings": "RoleBinding",
+    "horizontalpodautoscalers": "HorizontalPodAutoscaler",
 }
 _ACTIONS = {
     "capacity-down": "scale_down",
@@ -160,6 +162,8 @@ def change_of(
             "privilege-change",
             f"bind {role} through {kind} {name}",
         )
+    if plural == "horizontalpodautoscalers":
+        return _ceiling_of(kind, namespace, name, old, new)
     before, after = _replicas(old), _replicas(new)
     if subresource == "scale":
         # A Scale leaves spec.replicas out when it is 0 (omitempty).
@@ -198,6 +202,38 @@ def change_of(
             f"set the images of {', '.join(changed)} on {kind} {name}",
         )
     return None
+
+
+def _int_at(obj: Mapping[str, Any] | None, part: str, field: str) -> int | None:
+    section = (obj or {}).get(part)
+    value = section.get(field) if isinstance(section, Mapping) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _ceiling_of(
+    kind: str,
+    namespace: str | None,
+    name: str,
+    old: Mapping[str, Any] | None,
+    new: Mapping[str, Any] | None,
+) -> GuardedChange | None:
+    """A HorizontalPodAutoscaler's maxReplicas lowered below the replicas it runs: the HPA
+    (one of Kubernetes' controllers, not guarded) would scale the workload down to it."""
+    before, after = _int_at(old, "spec", "maxReplicas"), _int_at(new, "spec", "maxReplicas")
+    running = _int_at(old, "status", "currentReplicas")
+    if before is None or after is None or after >= before:
+        return None
+    if running is not None and after >= running:
+        return None
+    runs = f" (it runs {running})" if running is not None else ""
+    return GuardedChange(
+        kind,
+        namespace,
+        name,
+        RequestChange(patch={"spec": {"maxReplicas": after}}),
+        "capacity-down",
+        f"lower the maxReplicas of {kind} {name} from {before} to {after}{runs}",
+    )
 
 
 def _conditions(status: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
