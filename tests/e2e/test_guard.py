@@ -172,6 +172,14 @@ def replica_set_follows(cluster: Cluster, count: int, namespace: str = "shop") -
         raise AssertionError(f"{shown}\n{events}") from None
 
 
+def ceiling(cluster: Cluster, user: str, count: int) -> subprocess.CompletedProcess[str]:
+    """Set checkout's HorizontalPodAutoscaler's maxReplicas, as ``user``."""
+    patch = json.dumps({"spec": {"maxReplicas": count}})
+    return cluster.kubectl(
+        "patch", "hpa/checkout", "-n", "shop", "--type=merge", "-p", patch, user=user, check=False
+    )
+
+
 def scale(
     cluster: Cluster, user: str, count: int, namespace: str = "shop"
 ) -> subprocess.CompletedProcess[str]:
@@ -254,31 +262,11 @@ def test_the_guard_on_the_real_api_server(installed: Cluster, tmp_path: Path) ->
             },
         }
         cluster.kubectl("apply", "-f", "-", input=json.dumps(hpa))
-        lowered = cluster.kubectl(
-            "patch",
-            "hpa/checkout",
-            "-n",
-            "shop",
-            "--type=merge",
-            "-p",
-            '{"spec": {"maxReplicas": 2}}',
-            user="erin",
-            check=False,
-        )
+        lowered = ceiling(cluster, "erin", 2)
         assert lowered.returncode != 0, lowered.stdout
         assert "lower the maxReplicas of HorizontalPodAutoscaler checkout" in lowered.stderr
         assert "change: {patch: {spec: {maxReplicas: 2}}}" in lowered.stderr, lowered.stderr
-        raised = cluster.kubectl(
-            "patch",
-            "hpa/checkout",
-            "-n",
-            "shop",
-            "--type=merge",
-            "-p",
-            '{"spec": {"maxReplicas": 30}}',
-            user="erin",
-            check=False,
-        )
+        raised = ceiling(cluster, "erin", 30)
         assert raised.returncode == 0, raised.stderr
         cluster.kubectl("delete", "hpa/checkout", "-n", "shop")
 
