@@ -813,23 +813,24 @@ class Bm25Match:
         """Add (or replace) one document (``tokens``: its words and concept features, as
         :meth:`LexicalEmbedder.tokens` gives them, when the text was read already)."""
         self.remove(doc_id)
-        numbered = []
-        for term, count in self._terms_of(text, tokens).items():
-            number = self._numbers.get(term)
-            if number is None:
-                number = self._numbers[term] = len(self._words)
-                self._words.append(sys.intern(term))
-            numbered.append((number, count))
-        numbered.sort()
-        length = sum(count for _, count in numbered)
+        terms = self._terms_of(text, tokens)
+        known, words = self._numbers, self._words
+        fresh = [term for term in terms if term not in known]  # numbered as they first occur
+        for term in fresh:
+            known[term] = len(words)
+            words.append(sys.intern(term))
+        numbers = np.fromiter(map(known.__getitem__, terms), dtype=np.int32, count=len(terms))
+        counts = np.fromiter(terms.values(), dtype=np.int64, count=len(terms))
+        order = np.argsort(numbers, kind="stable")
+        length = int(counts.sum())
         row = len(self._starts) - 1
-        self._terms.extend(n for n, _ in numbered)
-        self._counts.extend(min(c, _COUNT_MAX) for _, c in numbered)
+        self._terms.frombytes(numbers[order].tobytes())
+        self._counts.frombytes(np.minimum(counts[order], _COUNT_MAX).astype(np.uint16).tobytes())
         self._starts.append(len(self._terms))
         self._docs[doc_id] = row
         self._lengths.append(length)
         self._fingerprints.append(fingerprint)
-        self._df.update(self._words[n] for n, _ in numbered)
+        self._df.update(terms.keys())  # each term of the document once
         self._total += length
 
     def remove(self, doc_id: str) -> bool:
