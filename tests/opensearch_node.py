@@ -10,7 +10,8 @@ the group and removes the directory.
 
 Fixtures: :func:`opensearch` (one single-node cluster for the whole session) and
 :func:`opensearch_pair` (two nodes, for the tests that kill or pause one). Where Java or the
-distribution is missing they skip with one line saying what to run.
+distribution is missing they skip with one line saying what to run. The nodes run with the
+security plugin disabled; :class:`Security` turns it on for one (TLS, internal users, roles).
 """
 
 from __future__ import annotations
