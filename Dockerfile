@@ -5,6 +5,27 @@
 # Base image pinned by digest (python:3.11-slim, multi-arch index). To bump it:
 #   docker buildx imagetools inspect python:3.11-slim   # prints the index digest
 # then replace the digest in both FROM lines (and build and run `make test` against the image).
+# The compiled core (native/): Rust with PyO3, crates from native/Cargo.lock (--locked), built into
+# a wheel by maturin (tools/maturin.txt, hash-pinned, the release uv.lock holds). The Rust toolchain
+# comes from the official rust image; pin its digest as above when bumping the release.
+FROM rust:1.95-slim-bookworm AS rust
+FROM python:3.11-slim@sha256:9c900dea9e8fb7e16277c179b555cc72d29a352dbc33cff48ad5a0412fd5bfc7 AS native
+ENV RUSTUP_HOME=/usr/local/rustup \
+    CARGO_HOME=/usr/local/cargo \
+    PATH=/usr/local/cargo/bin:$PATH \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+COPY --from=rust /usr/local/rustup /usr/local/rustup
+COPY --from=rust /usr/local/cargo /usr/local/cargo
+# The linker rustc calls.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends gcc libc6-dev \
+    && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY tools/maturin.txt tools/maturin.txt
+RUN pip install --no-cache-dir --require-hashes --no-deps -r tools/maturin.txt
+COPY native ./native
+RUN maturin build --release --locked --interpreter python3.11 -m native/Cargo.toml -o /wheels
+
 FROM python:3.11-slim@sha256:9c900dea9e8fb7e16277c179b555cc72d29a352dbc33cff48ad5a0412fd5bfc7 AS build
 ENV UV_PYTHON_DOWNLOADS=never \
     UV_COMPILE_BYTECODE=1 \
@@ -26,6 +47,9 @@ COPY README.md ./
 COPY operator ./operator
 COPY crds ./crds
 RUN uv sync --frozen --no-dev --no-editable
+# The compiled core beside it (Precedent computes the same features in Python without it).
+COPY --from=native /wheels /wheels
+RUN uv pip install --python /opt/precedent/bin/python --no-deps /wheels/*.whl
 
 # Final stage: the venv only, no build tools, non-root, read-only friendly.
 FROM python:3.11-slim@sha256:9c900dea9e8fb7e16277c179b555cc72d29a352dbc33cff48ad5a0412fd5bfc7

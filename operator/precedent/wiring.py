@@ -117,7 +117,7 @@ def build_embedder(
     """
     choice = name or settings.embedder
     if choice == "lexical":
-        return LexicalEmbedder(settings.dimension)
+        return LexicalEmbedder(settings.dimension, native=settings.native_core)
     if choice == "tfidf":
         return TfidfEmbedder(incident_text(i) for i in corpus)
     if choice == "onnx":

@@ -32,8 +32,9 @@ BENCH_OPERATOR_HISTORY (default 10000 incidents), BENCH_OPERATOR_ROUNDS (default
 BENCH_OPERATOR_RATES (default 20,50,100), BENCH_OPERATOR_SECONDS (default 10),
 BENCH_OPERATOR_FLOOD (default 1000; 0 skips it), BENCH_OPERATOR_SERVERS (above),
 BENCH_OPERATOR_ENV (``image``, the default: the operators run from the packages the image
-installs, see ``runtime_python``; ``dev`` runs them from the development environment, as the
-benchmark itself runs), BENCH_OPERATOR_SCOPE (kopf's namespace flags; default
+installs, the compiled core among them unless BENCH_OPERATOR_NATIVE=0, see
+``runtime_python``; ``dev`` runs them from the development environment, as the benchmark itself
+runs), BENCH_OPERATOR_SCOPE (kopf's namespace flags; default
 ``--namespace=*``, a watch stream per namespace, as the shipped Deployment runs;
 ``--all-namespaces`` is one cluster-wide stream), BENCH_OPERATOR_ONLY (a comma-separated subset
 of ``noop``, ``fair``, ``precedent``, ``replay``), BENCH_OPERATOR_REPLAY=1 (adds Precedent with
@@ -78,6 +79,8 @@ YAML_HISTORY_MAX = 20_000
 # The operators' environment with the image's packages (see runtime_python).
 RUNTIME = REPO / ".cache" / "runtime"
 UV = REPO / ".cache" / "uv-tool" / "bin" / "uv"
+# The compiled core's wheel, built by `make native`.
+NATIVE_WHEELS = REPO / ".cache" / "native" / "wheels"
 
 
 def runtime_python(kind: str | None = None) -> tuple[str, str]:
@@ -123,7 +126,24 @@ def runtime_python(kind: str | None = None) -> tuple[str, str]:
     )
     if done.returncode != 0:
         raise SystemExit(f"the image's environment could not be synced:\n{done.stderr}")
-    return str(RUNTIME / "bin" / "python"), "image (the image's packages, bytecode compiled)"
+    python = str(RUNTIME / "bin" / "python")
+    # The compiled core, as the image installs it (the sync above removed it: uv.lock does not
+    # list it). BENCH_OPERATOR_NATIVE=0 measures the features computed in Python instead.
+    if os.environ.get("BENCH_OPERATOR_NATIVE", "1") == "0":
+        return python, "image (the image's packages, bytecode compiled; no compiled core)"
+    wheels = sorted(NATIVE_WHEELS.glob("precedent_native-*.whl"))
+    if not wheels:
+        raise SystemExit(f"no wheel of the compiled core in {NATIVE_WHEELS}: run `make native`")
+    installed = subprocess.run(
+        [str(UV), "pip", "install", "--quiet", "--python", python, "--no-deps", str(wheels[-1])],
+        cwd=REPO,
+        env=environment,
+        capture_output=True,
+        text=True,
+    )
+    if installed.returncode != 0:
+        raise SystemExit(f"the compiled core could not be installed:\n{installed.stderr}")
+    return python, "image (the image's packages, bytecode compiled, the compiled core)"
 
 
 def free_port() -> int:

@@ -46,6 +46,9 @@ def test_the_operator_benchmark_installs_what_the_image_installs() -> None:
         assert f'"{flag}"' in source
     assert '"--all-extras"' not in source
     assert '"--extra"' not in source
+    # The compiled core too, as the image installs it beside the product.
+    assert "COPY --from=native /wheels /wheels" in dockerfile
+    assert "NATIVE_WHEELS" in source
 
 
 def test_the_operator_benchmark_can_run_the_development_environment() -> None:

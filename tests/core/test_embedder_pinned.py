@@ -24,7 +24,12 @@ import pytest
 from precedent.adapters.evaluation import load_history_jsonl
 from precedent.adapters.loader import load_incidents, load_playbooks, load_requests
 from precedent.core import vocabulary
-from precedent.core.embedding import Bm25Match, DocumentFrequencies, LexicalEmbedder
+from precedent.core.embedding import (
+    Bm25Match,
+    DocumentFrequencies,
+    LexicalEmbedder,
+    native_available,
+)
 from precedent.core.normalize import normalize_request
 from precedent.core.semantic import embed_incidents, incident_text, request_text
 from tests.bench.synthetic import incidents as bench_incidents
@@ -50,6 +55,17 @@ PINNED = {
 }
 
 
+# Each implementation of the text features: the compiled core (native/) and Python.
+IMPLEMENTATIONS = [
+    pytest.param(
+        True,
+        id="native",
+        marks=pytest.mark.skipif(not native_available(), reason="no compiled core: make native"),
+    ),
+    pytest.param(False, id="python"),
+]
+
+
 def _digest(array: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()
 
@@ -61,12 +77,12 @@ def _texts() -> tuple[list[str], list[str], list[str]]:
     return [incident_text(i) for i in incidents], [p.description for p in playbooks], requests
 
 
-def current() -> dict[str, str]:
+def current(native: bool = True) -> dict[str, str]:
     """Digests of everything the embedder produces for the bundled data, and for the
     benchmark's synthetic incidents (2,000 of them, their titles as queries)."""
     incidents = load_incidents([DATA / "incidents"])
     texts, playbooks, requests = _texts()
-    embedder = LexicalEmbedder()
+    embedder = LexicalEmbedder(native=native)
     frequencies = DocumentFrequencies()
     keys = [embedder.feature_keys(t, frequencies) for t in texts]
     for k in keys:
@@ -99,9 +115,11 @@ def current() -> dict[str, str]:
     }
 
 
-def test_bundled_data_vectors_are_the_pinned_ones() -> None:
+@pytest.mark.parametrize("native", IMPLEMENTATIONS)
+def test_bundled_data_vectors_are_the_pinned_ones(native: bool) -> None:
     assert len(load_incidents([DATA / "incidents"])) > 100  # the bundled history, not a stub
-    assert current() == PINNED
+    assert LexicalEmbedder(native=native).native is native
+    assert current(native) == PINNED
 
 
 def _reference_concepts(text: str) -> list[str]:
@@ -224,22 +242,23 @@ def test_every_phrase_of_a_concept_contains_one_of_its_triggers(name: str) -> No
     assert not _covered(list(parser.parse(r"zebra\w*\s+crossing")), vocabulary.TRIGGERS[name])
 
 
-def test_an_index_sync_counts_and_embeds_as_one_text_at_a_time() -> None:
+@pytest.mark.parametrize("native", IMPLEMENTATIONS)
+def test_an_index_sync_counts_and_embeds_as_one_text_at_a_time(native: bool) -> None:
     # sync reads each batch's texts once for vectors and counts (``remembering``): the same
     # table and the same vectors as embedding and counting each text on its own.
     from precedent.adapters.vector_neighbours import VectorNeighbours
     from precedent.core.snapshot import History
 
     incidents = load_incidents([DATA / "incidents"])
-    neighbours = VectorNeighbours(LexicalEmbedder(), batch_size=16)
+    neighbours = VectorNeighbours(LexicalEmbedder(native=native), batch_size=16)
     neighbours.sync(History(incidents))
-    embedder, expected = LexicalEmbedder(), DocumentFrequencies()
+    embedder, expected = LexicalEmbedder(native=native), DocumentFrequencies()
     for incident in incidents:
         expected.add(embedder.feature_keys(incident_text(incident), expected))
     assert neighbours.frequencies is not None
     assert neighbours.frequencies.documents == expected.documents == len(incidents)
     assert np.array_equal(neighbours.frequencies.counts, expected.counts)
-    remembering = LexicalEmbedder()
+    remembering = LexicalEmbedder(native=native)
     with remembering.remembering():
         remembering.embed_documents([incident_text(i) for i in incidents])  # features kept
         vectors = embed_incidents(remembering, incidents)
@@ -248,22 +267,27 @@ def test_an_index_sync_counts_and_embeds_as_one_text_at_a_time() -> None:
     assert _digest(np.concatenate(keys)) == PINNED["feature-keys"]
 
 
-def test_a_batch_embeds_each_text_as_it_would_alone() -> None:
+@pytest.mark.parametrize("native", IMPLEMENTATIONS)
+def test_a_batch_embeds_each_text_as_it_would_alone(native: bool) -> None:
     # Rows of one call are computed together; a row must not depend on its neighbours, on
     # the batch's size or on what the embedder saw before.
     texts, playbooks, requests = _texts()
     frequencies = DocumentFrequencies()
-    embedder = LexicalEmbedder()
+    embedder = LexicalEmbedder(native=native)
     for text in texts:
         frequencies.add(embedder.feature_keys(text, frequencies))
     mixed = [*texts[:40], "", "the of a", *requests[:20], *playbooks[:20], "scale down " * 300]
-    together = LexicalEmbedder()
+    together = LexicalEmbedder(native=native)
     for method in ("embed", "embed_documents"):
         batch = getattr(together, method)(mixed)
-        alone = np.concatenate([getattr(LexicalEmbedder(), method)([t]) for t in mixed])
+        alone = np.concatenate(
+            [getattr(LexicalEmbedder(native=native), method)([t]) for t in mixed]
+        )
         assert batch.tobytes() == alone.tobytes(), method
     batch = together.embed_queries(mixed, frequencies)
-    alone = np.concatenate([LexicalEmbedder().embed_queries([t], frequencies) for t in mixed])
+    alone = np.concatenate(
+        [LexicalEmbedder(native=native).embed_queries([t], frequencies) for t in mixed]
+    )
     assert batch.tobytes() == alone.tobytes()
     assert not batch[mixed.index("the of a")].any()  # stopwords only: a zero vector
 
@@ -329,7 +353,7 @@ def test_the_n_gram_tables_start_again_when_full(monkeypatch: pytest.MonkeyPatch
 
     monkeypatch.setattr(embedding._Grams, "limit", 300)
     incidents = load_incidents([DATA / "incidents"])
-    embedder = LexicalEmbedder()
+    embedder = LexicalEmbedder(native=False)  # the Python tables
     first = embedder._grams
     frequencies = DocumentFrequencies()
     with embedder.remembering():
@@ -355,8 +379,9 @@ def test_the_n_gram_tables_start_again_when_full(monkeypatch: pytest.MonkeyPatch
     )
 
 
+@pytest.mark.parametrize("native", IMPLEMENTATIONS)
 def test_threads_sharing_an_embedder_get_the_vectors_of_one(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, native: bool
 ) -> None:
     # The n-gram numbers are given one thread at a time, and a batch hashes with the table it
     # counted with, even while another thread starts a new one (a small bound: often).
@@ -372,8 +397,10 @@ def test_threads_sharing_an_embedder_get_the_vectors_of_one(
         texts, playbooks, requests = _texts()
         work = [texts[i : i + 9] for i in range(0, len(texts), 9)] + [[r] for r in requests]
         work += [playbooks[i : i + 5] for i in range(0, len(playbooks), 5)]
-        expected = [LexicalEmbedder().embed_documents(chunk).tobytes() for chunk in work]
-        shared = LexicalEmbedder()
+        expected = [
+            LexicalEmbedder(native=native).embed_documents(chunk).tobytes() for chunk in work
+        ]
+        shared = LexicalEmbedder(native=native)
         wrong: list[int] = []
 
         def run(offset: int) -> None:

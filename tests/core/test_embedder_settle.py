@@ -22,7 +22,7 @@ def _requests() -> list[str]:
 
 def test_a_settled_embedder_stays_bounded_and_gives_the_same_vectors() -> None:
     history = titles(2_000, seed=3)
-    settled, unsettled = LexicalEmbedder(), LexicalEmbedder()
+    settled, unsettled = LexicalEmbedder(native=False), LexicalEmbedder(native=False)
     settled.embed(history)
     unsettled.embed(history)
     start = len(settled._grams.numbers)
@@ -48,7 +48,7 @@ def test_the_operator_settles_the_embedder_once_the_index_is_ready() -> None:
     from tests.bench.synthetic import incidents
     from tests.helpers import scorer
 
-    embedder = LexicalEmbedder()
+    embedder = LexicalEmbedder(native=False)  # the Python tables
     neighbours = VectorNeighbours(embedder)
     assessor = scorer(History(incidents(500)), mode="hybrid", semantic=neighbours).assessor
     assert embedder._grams.limit == 500_000

@@ -22,12 +22,19 @@ import zlib
 from array import array
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 from precedent.core.vocabulary import ACTION_CONCEPTS, settle_words, word_concepts
+
+try:  # the compiled core (native/), when installed: the same features, computed in Rust
+    from precedent_native import Featurizer
+
+    _NativeFeaturizer: type[Featurizer] | None = Featurizer
+except ImportError:  # pragma: no cover - where the wheel is not installed
+    _NativeFeaturizer = None
 
 _ACTION_FEATURES = frozenset(f"~{name}" for name in ACTION_CONCEPTS)
 """The concept features BM25 counts as words (``word_concepts(…, only=ACTION_CONCEPTS)``)."""
@@ -237,6 +244,25 @@ SETTLED_MARGIN = 50_000
 (``LexicalEmbedder.settle``): about 6 MiB of n-grams, then a new table."""
 
 
+class _TextFeatures(NamedTuple):
+    """A text's features as the vectors use them: its word features' hashes (words, bigrams,
+    concepts) and counts, and its character n-grams' hashes and counts, each feature once in
+    first-occurrence order. ``words`` and ``concepts``: what BM25 reads of the text (kept
+    when the features were computed with the vocabulary, else None)."""
+
+    word_hashes: npt.NDArray[np.int64]
+    word_counts: npt.NDArray[np.int64]
+    char_hashes: npt.NDArray[np.int64]
+    char_counts: npt.NDArray[np.int64]
+    words: list[str] | None
+    concepts: list[str] | None
+
+
+def native_available() -> bool:
+    """Whether the compiled core (the ``precedent-native`` wheel) is installed."""
+    return _NativeFeaturizer is not None
+
+
 def _norms(rows: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     """Each row's Euclidean norm, bit for bit what ``np.linalg.norm(row)`` gives (its
     ``sqrt(row.dot(row))``): a stacked matmul of vectors takes the same dot product."""
@@ -263,6 +289,7 @@ class LexicalEmbedder:
         word_weight: float = 0.5,
         bigram_weight: float = 0.5,
         vocabulary: bool = True,
+        native: bool = True,
     ) -> None:
         if dimension < 16:
             raise ValueError("dimension must be at least 16")
@@ -279,14 +306,16 @@ class LexicalEmbedder:
         self._hashes = _Hashes()
         # Word → its character n-grams' numbers in order: words repeat.
         self._grams = _Grams(lo, hi)
-        # Texts' features kept while ``remembering`` (one batch of incidents).
-        self._memo: dict[tuple[str, bool], tuple[_Grams, Counter[str], Counter[int]]] | None = None
-        # Within ``remembering``: each embedded text's feature hashes (words, then n-grams),
-        # as the batch computed them, for its document-frequency keys.
-        self._hash_memo: dict[str, npt.NDArray[np.int64]] | None = None
-        # Within ``remembering``: each text's words (stopwords out) and concept features, for
-        # BM25's terms (``tokens``).
-        self._token_memo: dict[str, tuple[list[str], list[str]]] | None = None
+        # Texts' features kept while ``remembering`` (a history being indexed): an incident's
+        # vector, its document-frequency keys and its BM25 terms read the same text.
+        self._memo: dict[tuple[str, bool], _TextFeatures] | None = None
+        # The compiled core, unless asked not to (``native=False``) or not installed: the
+        # same features as ``_python_features``, in the same order (tests/unit/test_native.py).
+        self._native = (
+            _NativeFeaturizer(sorted(STOPWORDS), lo, hi, bigram_weight > 0)
+            if native and _NativeFeaturizer is not None
+            else None
+        )
 
     @property
     def name(self) -> str:
@@ -298,13 +327,18 @@ class LexicalEmbedder:
         """Vector length."""
         return self._dimension
 
+    @property
+    def native(self) -> bool:
+        """Whether the compiled core computes the text features."""
+        return self._native is not None
+
     def _hash_all(self, tokens: Sequence[str]) -> npt.NDArray[np.int64]:
         return np.fromiter(map(self._hashes.__getitem__, tokens), dtype=np.int64, count=len(tokens))
 
     def _blocks(
         self,
         hashes: npt.NDArray[np.int64],
-        counts: list[int],
+        counts: npt.NDArray[np.int64],
         lengths: list[int],
         frequencies: Frequencies | None,
     ) -> npt.NDArray[np.float64]:
@@ -312,7 +346,7 @@ class LexicalEmbedder:
         ``r`` sums the signed weights of the next ``lengths[r]`` features (their ``hashes``)
         into their buckets."""
         rows, dimension = len(lengths), self._dimension
-        weights = 1.0 + np.log(np.fromiter(counts, dtype=np.float64, count=len(counts)))
+        weights = 1.0 + np.log(counts.astype(np.float64))
         if frequencies is not None:
             weights *= frequencies.idf(hashes & frequencies.mask)
         # The top bit of the hash gives the sign, so colliding features tend to cancel
@@ -346,10 +380,6 @@ class LexicalEmbedder:
         if grams.full():
             lo, hi = self._ngrams
             grams = self._grams = _Grams(lo, hi, grams.limit)  # the full one's bound
-            if self._memo is not None:
-                self._memo.clear()  # their numbers are the old table's
-            if self._hash_memo is not None:
-                self._hash_memo.clear()
         return grams
 
     def settle(self, margin: int = SETTLED_MARGIN) -> None:
@@ -370,51 +400,62 @@ class LexicalEmbedder:
 
     @contextlib.contextmanager
     def remembering(self) -> Iterator[None]:
-        """Within the block, a text's features are computed once (an incident's vector and its
-        document-frequency keys read the same text); forgotten when the block ends."""
+        """Within the block, a text's features are computed once (an incident's vector, its
+        document-frequency keys and its BM25 terms read the same text); forgotten when the
+        block ends."""
         self._memo = {}
-        self._hash_memo = {}
-        self._token_memo = {}
         try:
             yield
         finally:
             self._memo = None
-            self._hash_memo = None
-            self._token_memo = None
 
-    def _features(
-        self, text: str, vocabulary: bool, grams: _Grams
-    ) -> tuple[Counter[str], Counter[int]]:
+    def _features(self, text: str, vocabulary: bool) -> _TextFeatures:
         memo = self._memo
         if memo is None:
-            return self._compute_features(text, vocabulary, grams)
+            return self._compute_features(text, vocabulary)
         found = memo.get((text, vocabulary))
-        if found is None or found[0] is not grams:
-            words, chars = self._compute_features(text, vocabulary, grams)
-            memo[(text, vocabulary)] = (grams, words, chars)
-            return words, chars
-        return found[1], found[2]
+        if found is None:
+            found = memo[(text, vocabulary)] = self._compute_features(text, vocabulary)
+        return found
 
-    def _compute_features(
-        self, text: str, vocabulary: bool, grams: _Grams
-    ) -> tuple[Counter[str], Counter[int]]:
-        """A text's word features (words, bigrams, concepts) and its character n-grams (by
-        their numbers in ``grams``), each counted in first-occurrence order."""
+    def _compute_features(self, text: str, vocabulary: bool) -> _TextFeatures:
+        """A text's features; its words and concepts kept when the vocabulary is read and the
+        features are being remembered (for ``tokens``)."""
         every = _WORD.findall(text.lower())
+        found = word_concepts(every) if vocabulary and self._vocabulary else None  # ``concepts``
+        native = self._native
+        if native is None:
+            return self._python_features(every, found)
+        raw = native.features(every, found if found is not None else [])
+        hashes_w, counts_w, hashes_c, counts_c = (np.frombuffer(b, dtype=np.int64) for b in raw)
+        words = None
+        if found is not None and self._memo is not None:
+            words = [w for w in every if w not in STOPWORDS]  # ``tokenize(text)``
+        return _TextFeatures(hashes_w, counts_w, hashes_c, counts_c, words, found)
+
+    def _python_features(self, every: list[str], found: list[str] | None) -> _TextFeatures:
+        """``_compute_features`` in Python: the word features (words, bigrams, concepts) and
+        the character n-grams (by their numbers in the n-gram table), each counted in
+        first-occurrence order, then hashed."""
         words = [w for w in every if w not in STOPWORDS]  # ``tokenize(text)``
         # Words, then bigrams, then concepts, each in first-occurrence order, counted at once.
         parts: list[Iterable[str]] = [words]
         if self._bigram_weight > 0:
             parts.append(map(" ".join, itertools.pairwise(words)))
-        if vocabulary and self._vocabulary:
-            found = word_concepts(every)  # ``concepts(text)``
+        if found is not None:
             parts.append(found)
-            if self._token_memo is not None:
-                self._token_memo[text] = (words, found)
         word_feats: Counter[str] = Counter(itertools.chain.from_iterable(parts))
         # Counted in the order the n-grams occur, word by word, as the vectors were defined.
+        grams = self._table()
         chars: Counter[int] = Counter(itertools.chain.from_iterable(map(grams.__getitem__, words)))
-        return word_feats, chars
+        return _TextFeatures(
+            self._hash_all(list(word_feats)),
+            np.fromiter(word_feats.values(), dtype=np.int64, count=len(word_feats)),
+            self._gram_hashes(grams, chars, len(chars)),
+            np.fromiter(chars.values(), dtype=np.int64, count=len(chars)),
+            words if found is not None else None,
+            found,
+        )
 
     def feature_keys(self, text: str, frequencies: DocumentFrequencies) -> npt.NDArray[np.int64]:
         """The distinct counter indices of ``text``'s features, for ``DocumentFrequencies``."""
@@ -423,22 +464,20 @@ class LexicalEmbedder:
     def tokens(self, text: str) -> tuple[list[str], list[str]] | None:
         """Within :meth:`remembering`, for a text embedded there with the vocabulary: its words
         (``tokenize(text)``) and its concept features (``concepts(text)``); else None."""
-        memo = self._token_memo
-        return memo.get(text) if memo is not None else None
+        memo = self._memo
+        found = memo.get((text, True)) if memo is not None else None
+        if found is None or found.words is None or found.concepts is None:
+            return None
+        return found.words, found.concepts
 
     def document_keys(self, text: str, frequencies: DocumentFrequencies) -> npt.NDArray[np.int64]:
         """The counter indices of ``text``'s features, a key repeated where two features share
         a bucket: what :meth:`DocumentFrequencies.add` counts once each. Within
-        :meth:`remembering`, the hashes its vector was made of are reused."""
-        memo = self._hash_memo
-        hashes = memo.get(text) if memo is not None else None
-        if hashes is None:
-            grams = self._table()
-            word_feats, chars = self._features(text, True, grams)
-            hashes = np.concatenate(
-                [self._hash_all(list(word_feats)), self._gram_hashes(grams, chars, len(chars))]
-            )
-        keys: npt.NDArray[np.int64] = hashes & frequencies.mask
+        :meth:`remembering`, the features its vector was made of are reused."""
+        found = self._features(text, True)
+        keys: npt.NDArray[np.int64] = (
+            np.concatenate([found.word_hashes, found.char_hashes]) & frequencies.mask
+        )
         return keys
 
     def _embed_many(
@@ -459,16 +498,15 @@ class LexicalEmbedder:
         self, text: str, frequencies: Frequencies | None, vocabulary: bool
     ) -> npt.NDArray[np.float32]:
         """``_embed_batch`` for one text with one-dimensional arrays: the same operations."""
-        grams = self._table()
-        word_feats, chars = self._features(text, vocabulary, grams)
+        found = self._features(text, vocabulary)
         vec = np.zeros(self._dimension, dtype=np.float64)
         for weight, counts, hashes in (
-            (self._word_weight, word_feats, self._hash_all(list(word_feats))),
-            (1.0 - self._word_weight, chars, self._gram_hashes(grams, chars, len(chars))),
+            (self._word_weight, found.word_counts, found.word_hashes),
+            (1.0 - self._word_weight, found.char_counts, found.char_hashes),
         ):
-            if not counts:
+            if not len(counts):
                 continue
-            block = self._block(hashes, counts.values(), frequencies)
+            block = self._block(hashes, counts, frequencies)
             norm = np.sqrt(block.dot(block))  # ``np.linalg.norm(block)``, as it computes it
             if norm > 0:
                 vec += weight * block / norm
@@ -480,11 +518,11 @@ class LexicalEmbedder:
     def _block(
         self,
         hashes: npt.NDArray[np.int64],
-        counts: Iterable[int],
+        counts: npt.NDArray[np.int64],
         frequencies: Frequencies | None,
     ) -> npt.NDArray[np.float64]:
         """``_blocks`` for one text (its row's offset is 0): the same operations."""
-        weights = 1.0 + np.log(np.fromiter(counts, dtype=np.float64, count=len(hashes)))
+        weights = 1.0 + np.log(counts.astype(np.float64))
         if frequencies is not None:
             weights *= frequencies.idf(hashes & frequencies.mask)
         signs = 1.0 - 2.0 * (hashes >> 31)
@@ -501,26 +539,14 @@ class LexicalEmbedder:
         """Each text's unit vector: ``normalise(w · words/|words| + (1 − w) · grams/|grams|)``,
         a block left out when it has no features or a zero norm; the rows are computed
         together, each with the same operations in the same order as alone."""
-        word_features: list[str] = []
-        word_counts: list[int] = []
-        word_lengths: list[int] = []
-        char_features: list[int] = []
-        char_counts: list[int] = []
-        char_lengths: list[int] = []
-        grams = self._table()
-        for text in texts:
-            words, chars = self._features(text, vocabulary, grams)
-            word_features.extend(words)
-            word_counts.extend(words.values())
-            word_lengths.append(len(words))
-            char_features.extend(chars)
-            char_counts.extend(chars.values())
-            char_lengths.append(len(chars))
+        found = [self._features(text, vocabulary) for text in texts]
         vec = np.zeros((len(texts), self._dimension), dtype=np.float64)
-        word_hashes = self._hash_all(word_features)
-        char_hashes = self._gram_hashes(grams, char_features, len(char_features))
-        if self._hash_memo is not None and vocabulary:
-            self._remember_hashes(texts, word_hashes, word_lengths, char_hashes, char_lengths)
+        word_hashes = np.concatenate([f.word_hashes for f in found])
+        word_counts = np.concatenate([f.word_counts for f in found])
+        word_lengths = [len(f.word_hashes) for f in found]
+        char_hashes = np.concatenate([f.char_hashes for f in found])
+        char_counts = np.concatenate([f.char_counts for f in found])
+        char_lengths = [len(f.char_hashes) for f in found]
         for weight, block in (
             (
                 self._word_weight,
@@ -540,27 +566,6 @@ class LexicalEmbedder:
         norms = _norms(vec)
         vec /= np.where(norms > 0, norms, 1.0)[:, None]
         return vec.astype(np.float32)
-
-    def _remember_hashes(
-        self,
-        texts: Sequence[str],
-        word_hashes: npt.NDArray[np.int64],
-        word_lengths: list[int],
-        char_hashes: npt.NDArray[np.int64],
-        char_lengths: list[int],
-    ) -> None:
-        """Keep each text's feature hashes (its words', then its n-grams') for
-        :meth:`document_keys`."""
-        memo = self._hash_memo
-        assert memo is not None
-        word_ends = itertools.accumulate(word_lengths)
-        char_ends = itertools.accumulate(char_lengths)
-        word_start = char_start = 0
-        for text, word_end, char_end in zip(texts, word_ends, char_ends, strict=True):
-            memo[text] = np.concatenate(
-                [word_hashes[word_start:word_end], char_hashes[char_start:char_end]]
-            )
-            word_start, char_start = word_end, char_end
 
     def embed(self, texts: Sequence[str]) -> FloatMatrix:
         """Unit vectors without concept features, one row per text (the playbook catalog's

@@ -1,0 +1,9 @@
+class Featurizer:
+    """The lexical embedder's text features for one setting of stopwords, n-gram lengths and
+    bigrams (see ``precedent.core.embedding``)."""
+
+    def __init__(self, stopwords: list[str], low: int, high: int, bigrams: bool) -> None: ...
+    def features(
+        self, every: list[str], concepts: list[str]
+    ) -> tuple[bytes, bytes, bytes, bytes]:
+        """``(word_hashes, word_counts, char_hashes, char_counts)``: native int64 bytes."""
