@@ -31,6 +31,11 @@ import yaml
 from precedent.adapters.yaml_build import load_all
 from precedent.errors import LoadError
 
+try:  # the compiled core (native/), when installed: the same scan without an object per event
+    from precedent_native import scan_yaml as _native_scan
+except ImportError:  # pragma: no cover - where the wheel is not installed
+    _native_scan = None
+
 __all__ = [
     "LIMITS",
     "STDIN",
@@ -164,6 +169,33 @@ def _line(mark: Any) -> str:
 
 
 def _scan_yaml(text: str, source: str, limits: InputLimits) -> None:
+    """Refuse deep nesting and alias bombs before composing: with the compiled core when it
+    is installed, else over PyYAML's events (the same refusals:
+    tests/adapters/test_bounded_scan.py)."""
+    if _native_scan is not None:
+        try:
+            found = _native_scan(text, limits.max_depth, limits.max_alias_nodes)
+        except (RuntimeError, UnicodeEncodeError):  # no parser, or a lone surrogate: in Python
+            _python_scan_yaml(text, source, limits)
+            return
+        if found is not None:
+            what, line = found
+            if what == "invalid":  # PyYAML's parser says what and where, as without the core
+                _python_scan_yaml(text, source, limits)
+                return
+            if what == "depth":
+                raise LoadError(
+                    f"{source}: line {line + 1}: nested deeper than {limits.max_depth} levels"
+                )
+            raise LoadError(
+                f"{source}: line {line + 1}: aliases expand to more than "
+                f"{limits.max_alias_nodes} nodes"
+            )
+        return
+    _python_scan_yaml(text, source, limits)
+
+
+def _python_scan_yaml(text: str, source: str, limits: InputLimits) -> None:
     """Walk YAML's event stream: refuse deep nesting and alias bombs before composing."""
     # One frame per open collection: [nodes inside so far, its anchor].
     frames: list[list[Any]] = []
