@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -32,7 +32,9 @@ from precedent.adapters.yaml_build import load_all
 from precedent.errors import LoadError
 
 try:  # the compiled core (native/), when installed: the same scan without an object per event
-    from precedent_native import scan_yaml as _native_scan
+    from precedent_native import scan_yaml
+
+    _native_scan: Callable[[str, int, int], tuple[str, int] | None] | None = scan_yaml
 except ImportError:  # pragma: no cover - where the wheel is not installed
     _native_scan = None
 
