@@ -1,3 +1,6 @@
+from collections.abc import Callable
+from typing import Any
+
 class Featurizer:
     """The lexical embedder's text features for one setting of stopwords, n-gram lengths and
     bigrams (see ``precedent.core.embedding``)."""
@@ -11,3 +14,12 @@ class Featurizer:
 def scan_yaml(text: str, max_depth: int, max_alias_nodes: int) -> tuple[str, int] | None:
     """``None`` within the limits; ``("invalid", 0)`` for a stream that is not valid YAML;
     else ``("depth" | "aliases", line)`` with the 0-based line where the limit was crossed."""
+
+def load_yaml(
+    text: str,
+    max_depth: int,
+    max_alias_nodes: int,
+    construct: Callable[[str | None, str, bool, bool], Any],
+    implicit_first: str,
+) -> tuple[str, Any]:
+    """``("ok", documents)``, ``("depth" | "aliases", line)`` or ``("elsewhere", None)``."""

@@ -15,13 +15,13 @@
 //! `precedent.adapters.bounded._scan_yaml`), over the events of unsafe-libyaml.
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyString};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::mem::MaybeUninit;
 use unsafe_libyaml::{
     yaml_event_delete, yaml_event_t, yaml_parser_delete, yaml_parser_initialize,
     yaml_parser_parse, yaml_parser_set_input_string, yaml_parser_t, YAML_ALIAS_EVENT,
-    YAML_MAPPING_END_EVENT, YAML_MAPPING_START_EVENT, YAML_SCALAR_EVENT,
+    YAML_MAPPING_END_EVENT, YAML_MAPPING_START_EVENT, YAML_PLAIN_SCALAR_STYLE, YAML_SCALAR_EVENT,
     YAML_SEQUENCE_END_EVENT, YAML_SEQUENCE_START_EVENT, YAML_STREAM_END_EVENT,
 };
 
@@ -301,9 +301,245 @@ fn scan_yaml(
     }
 }
 
+const STR_TAG: &[u8] = b"tag:yaml.org,2002:str";
+const SEQ_TAG: &[u8] = b"tag:yaml.org,2002:seq";
+const MAP_TAG: &[u8] = b"tag:yaml.org,2002:map";
+
+/// An open collection while a stream is loaded.
+struct Open<'py> {
+    /// The list or dict being filled.
+    value: Bound<'py, PyAny>,
+    /// A mapping's key waiting for its value (None: the next node is a key).
+    key: Option<Bound<'py, PyAny>>,
+    is_map: bool,
+    /// Nodes inside so far, aliases expanded (as the scan counts them).
+    count: u64,
+    anchor: Option<Vec<u8>>,
+}
+
+/// What loading a stream ended with, short of its documents.
+enum Stop {
+    TooDeep(u64),
+    TooManyAliased(u64),
+    /// Not valid YAML, or something the plain path does not build (a merge key, a tag on a
+    /// collection, an unhashable or recursive key, a scalar PyYAML refuses): Python loads it.
+    Elsewhere,
+    Failed,
+}
+
+unsafe fn bytes_of<'a>(pointer: *const u8) -> Option<&'a [u8]> {
+    if pointer.is_null() {
+        None
+    } else {
+        Some(std::ffi::CStr::from_ptr(pointer.cast()).to_bytes())
+    }
+}
+
+/// Adds a finished node to the open collection (or as a document), as PyYAML's constructor
+/// would: a mapping's key must be hashable and not a merge key.
+fn place<'py>(
+    open: &mut [Open<'py>],
+    documents: &Bound<'py, PyList>,
+    value: Bound<'py, PyAny>,
+    plain_merge: bool,
+) -> Result<(), Stop> {
+    let Some(top) = open.last_mut() else {
+        return documents.append(value).map_err(|_| Stop::Elsewhere);
+    };
+    if !top.is_map {
+        return top.value.append_item(value);
+    }
+    match top.key.take() {
+        None => {
+            if plain_merge || value.is_instance_of::<PyList>() || value.is_instance_of::<PyDict>() {
+                return Err(Stop::Elsewhere);
+            }
+            top.key = Some(value);
+            Ok(())
+        }
+        Some(key) => top
+            .value
+            .cast::<PyDict>()
+            .map_err(|_| Stop::Elsewhere)?
+            .set_item(key, value)
+            .map_err(|_| Stop::Elsewhere),
+    }
+}
+
+trait AppendItem<'py> {
+    fn append_item(&self, value: Bound<'py, PyAny>) -> Result<(), Stop>;
+}
+
+impl<'py> AppendItem<'py> for Bound<'py, PyAny> {
+    fn append_item(&self, value: Bound<'py, PyAny>) -> Result<(), Stop> {
+        self.cast::<PyList>().map_err(|_| Stop::Elsewhere)?.append(value).map_err(|_| Stop::Elsewhere)
+    }
+}
+
+fn load<'py>(
+    py: Python<'py>,
+    text: &str,
+    max_depth: usize,
+    max_alias_nodes: u64,
+    construct: &Bound<'py, PyAny>,
+    implicit_first: &str,
+) -> Result<Bound<'py, PyList>, Stop> {
+    let documents = PyList::empty(py);
+    let mut open: Vec<Open<'py>> = Vec::new();
+    // Anchor → its object and its size in nodes (aliases expanded); None while it is open.
+    let mut anchored: FxHashMap<Vec<u8>, Option<(Bound<'py, PyAny>, u64)>> = FxHashMap::default();
+    let mut through_aliases: u64 = 0;
+    unsafe {
+        let mut parser = MaybeUninit::<yaml_parser_t>::uninit();
+        let parser = parser.as_mut_ptr();
+        if yaml_parser_initialize(parser).fail {
+            return Err(Stop::Failed);
+        }
+        yaml_parser_set_input_string(parser, text.as_ptr(), text.len() as u64);
+        let mut event = MaybeUninit::<yaml_event_t>::uninit();
+        let event = event.as_mut_ptr();
+        let outcome = loop {
+            if yaml_parser_parse(parser, event).fail {
+                break Err(Stop::Elsewhere);
+            }
+            let kind = (*event).type_;
+            let line = (*event).start_mark.line;
+            let step: Result<bool, Stop> = (|| {
+                if kind == YAML_SEQUENCE_START_EVENT || kind == YAML_MAPPING_START_EVENT {
+                    let is_map = kind == YAML_MAPPING_START_EVENT;
+                    let (anchor, tag) = if is_map {
+                        let data = (*event).data.mapping_start;
+                        (bytes_of(data.anchor), bytes_of(data.tag))
+                    } else {
+                        let data = (*event).data.sequence_start;
+                        (bytes_of(data.anchor), bytes_of(data.tag))
+                    };
+                    if open.len() >= max_depth {
+                        return Err(Stop::TooDeep(line));
+                    }
+                    let default = if is_map { MAP_TAG } else { SEQ_TAG };
+                    if !matches!(tag, None | Some(b"!")) && tag != Some(default) {
+                        return Err(Stop::Elsewhere);
+                    }
+                    let value = if is_map {
+                        PyDict::new(py).into_any()
+                    } else {
+                        PyList::empty(py).into_any()
+                    };
+                    let anchor = anchor.map(<[u8]>::to_vec);
+                    if let Some(anchor) = &anchor {
+                        anchored.insert(anchor.clone(), None);
+                    }
+                    open.push(Open { value, key: None, is_map, count: 0, anchor });
+                } else if kind == YAML_SEQUENCE_END_EVENT || kind == YAML_MAPPING_END_EVENT {
+                    let done = open.pop().ok_or(Stop::Elsewhere)?;
+                    if done.key.is_some() {
+                        return Err(Stop::Elsewhere);
+                    }
+                    let size = done.count.saturating_add(1);
+                    if let Some(anchor) = done.anchor {
+                        anchored.insert(anchor, Some((done.value.clone(), size)));
+                    }
+                    if let Some(top) = open.last_mut() {
+                        top.count = top.count.saturating_add(size);
+                    }
+                    place(&mut open, &documents, done.value, false)?;
+                } else if kind == YAML_SCALAR_EVENT {
+                    let data = (*event).data.scalar;
+                    let value = std::slice::from_raw_parts(data.value, data.length as usize);
+                    let value = std::str::from_utf8(value).map_err(|_| Stop::Elsewhere)?;
+                    let tag = bytes_of(data.tag);
+                    let plain = data.style == YAML_PLAIN_SCALAR_STYLE;
+                    let built = match tag {
+                        None | Some(b"!") => {
+                            let resolvable = data.plain_implicit
+                                && value.chars().next().is_none_or(|c| implicit_first.contains(c));
+                            if resolvable {
+                                construct
+                                    .call1((py.None(), value, data.plain_implicit, data.quoted_implicit))
+                                    .map_err(|_| Stop::Elsewhere)?
+                            } else {
+                                PyString::new(py, value).into_any()
+                            }
+                        }
+                        Some(STR_TAG) => PyString::new(py, value).into_any(),
+                        Some(tag) => {
+                            let tag = std::str::from_utf8(tag).map_err(|_| Stop::Elsewhere)?;
+                            construct
+                                .call1((tag, value, data.plain_implicit, data.quoted_implicit))
+                                .map_err(|_| Stop::Elsewhere)?
+                        }
+                    };
+                    if let Some(anchor) = bytes_of(data.anchor) {
+                        anchored.insert(anchor.to_vec(), Some((built.clone(), 1)));
+                    }
+                    if let Some(top) = open.last_mut() {
+                        top.count = top.count.saturating_add(1);
+                    }
+                    let merge = plain && tag.is_none() && value == "<<";
+                    place(&mut open, &documents, built, merge)?;
+                } else if kind == YAML_ALIAS_EVENT {
+                    let anchor = bytes_of((*event).data.alias.anchor).ok_or(Stop::Elsewhere)?;
+                    let (value, size) = match anchored.get(anchor) {
+                        Some(Some((value, size))) => (value.clone(), *size),
+                        _ => return Err(Stop::Elsewhere), // undefined, or recursive
+                    };
+                    through_aliases = through_aliases.saturating_add(size);
+                    if through_aliases > max_alias_nodes {
+                        return Err(Stop::TooManyAliased(line));
+                    }
+                    if let Some(top) = open.last_mut() {
+                        top.count = top.count.saturating_add(size);
+                    }
+                    place(&mut open, &documents, value, false)?;
+                } else if kind == YAML_STREAM_END_EVENT {
+                    return Ok(true);
+                }
+                Ok(false)
+            })();
+            yaml_event_delete(event);
+            match step {
+                Ok(true) => break Ok(()),
+                Ok(false) => {}
+                Err(stop) => break Err(stop),
+            }
+        };
+        yaml_parser_delete(parser);
+        outcome.map(|()| documents)
+    }
+}
+
+/// Every document of a YAML stream as PyYAML's safe loader builds it, within the limits of
+/// `scan_yaml`, in one pass: `("ok", documents)`, `("depth" | "aliases", line)` (0-based), or
+/// `("elsewhere", None)` for a stream the Python loader must read (not valid YAML, a merge key,
+/// a tag on a collection, a key that is a list or a mapping, a recursive alias, a scalar whose
+/// construction failed). A plain scalar whose first character is in `implicit_first` (or that is
+/// empty), and every scalar with a tag but `!` and `!!str`, is built by
+/// `construct(tag or None, value, plain_implicit, quoted_implicit)`; every other one is a str.
+#[pyfunction]
+fn load_yaml<'py>(
+    py: Python<'py>,
+    text: &str,
+    max_depth: usize,
+    max_alias_nodes: u64,
+    construct: &Bound<'py, PyAny>,
+    implicit_first: &str,
+) -> PyResult<(&'static str, Bound<'py, PyAny>)> {
+    match load(py, text, max_depth, max_alias_nodes, construct, implicit_first) {
+        Ok(documents) => Ok(("ok", documents.into_any())),
+        Err(Stop::TooDeep(line)) => Ok(("depth", line.into_pyobject(py)?.into_any())),
+        Err(Stop::TooManyAliased(line)) => Ok(("aliases", line.into_pyobject(py)?.into_any())),
+        Err(Stop::Elsewhere) => Ok(("elsewhere", py.None().into_bound(py))),
+        Err(Stop::Failed) => Err(pyo3::exceptions::PyRuntimeError::new_err(
+            "the YAML parser could not be set up",
+        )),
+    }
+}
+
 #[pymodule]
 fn precedent_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Featurizer>()?;
     module.add_function(wrap_pyfunction!(scan_yaml, module)?)?;
+    module.add_function(wrap_pyfunction!(load_yaml, module)?)?;
     Ok(())
 }

@@ -1,5 +1,6 @@
 """The limits' scan of a YAML stream, in the compiled core and in Python: the same refusals on
-the same lines, and the same documents or errors once a stream is read.
+the same lines, and the same documents or errors once a stream is read (the core's one-pass
+load, the core's scan before the Python loader, and the Python scan and loader).
 
 The compiled core walks unsafe-libyaml's events (a translation of the libyaml PyYAML parses
 with) without a Python object per event; the Python scan walks PyYAML's. For a stream that is
@@ -28,12 +29,22 @@ SMALL = InputLimits(max_depth=4, max_alias_nodes=12)
 
 @contextmanager
 def _python_scan() -> Iterator[None]:
-    saved = bounded._native_scan
-    bounded._native_scan = None
+    saved = bounded._native_scan, bounded._native_load
+    bounded._native_scan = bounded._native_load = None
     try:
         yield
     finally:
-        bounded._native_scan = saved
+        bounded._native_scan, bounded._native_load = saved
+
+
+@contextmanager
+def _native_scan_only() -> Iterator[None]:
+    saved = bounded._native_load
+    bounded._native_load = None
+    try:
+        yield
+    finally:
+        bounded._native_load = saved
 
 
 def _outcome(text: str, limits: InputLimits) -> tuple[str, str]:
@@ -44,9 +55,14 @@ def _outcome(text: str, limits: InputLimits) -> tuple[str, str]:
 
 
 def _both(text: str, limits: InputLimits = SMALL) -> tuple[tuple[str, str], tuple[str, str]]:
+    """The outcome with the compiled core's one-pass load, and in Python; the core's scan
+    before the Python loader must give the same again."""
     native = _outcome(text, limits)
+    with _native_scan_only():
+        scanned = _outcome(text, limits)
     with _python_scan():
         python = _outcome(text, limits)
+    assert scanned == python
     return native, python
 
 

@@ -28,15 +28,17 @@ from typing import IO, Any
 
 import yaml
 
-from precedent.adapters.yaml_build import load_all
+from precedent.adapters.yaml_build import NativeLoad, load_all, load_native
 from precedent.errors import LoadError
 
-try:  # the compiled core (native/), when installed: the same scan without an object per event
-    from precedent_native import scan_yaml
+try:  # the compiled core (native/), when installed: the same limits and objects, in one pass
+    from precedent_native import load_yaml, scan_yaml
 
     _native_scan: Callable[[str, int, int], tuple[str, int] | None] | None = scan_yaml
+    _native_load: NativeLoad | None = load_yaml
 except ImportError:  # pragma: no cover - where the wheel is not installed
     _native_scan = None
+    _native_load = None
 
 __all__ = [
     "LIMITS",
@@ -185,16 +187,19 @@ def _scan_yaml(text: str, source: str, limits: InputLimits) -> None:
             if what == "invalid":  # PyYAML's parser says what and where, as without the core
                 _python_scan_yaml(text, source, limits)
                 return
-            if what == "depth":
-                raise LoadError(
-                    f"{source}: line {line + 1}: nested deeper than {limits.max_depth} levels"
-                )
-            raise LoadError(
-                f"{source}: line {line + 1}: aliases expand to more than "
-                f"{limits.max_alias_nodes} nodes"
-            )
+            raise _beyond_limit(what, line, source, limits)
         return
     _python_scan_yaml(text, source, limits)
+
+
+def _beyond_limit(what: str, line: int, source: str, limits: InputLimits) -> LoadError:
+    """The refusal of a stream past the depth (``what`` "depth") or alias limit, at the 0-based
+    ``line``: the words of the Python scan."""
+    if what == "depth":
+        return LoadError(f"{source}: line {line + 1}: nested deeper than {limits.max_depth} levels")
+    return LoadError(
+        f"{source}: line {line + 1}: aliases expand to more than {limits.max_alias_nodes} nodes"
+    )
 
 
 def _python_scan_yaml(text: str, source: str, limits: InputLimits) -> None:
@@ -236,7 +241,23 @@ def _python_scan_yaml(text: str, source: str, limits: InputLimits) -> None:
 
 
 def parse_yaml_documents(text: str, source: str, *, limits: InputLimits = LIMITS) -> list[Any]:
-    """Every document of a YAML stream (safe types only), within the limits."""
+    """Every document of a YAML stream (safe types only), within the limits.
+
+    With the compiled core, the limits are checked and the documents built in one pass over
+    libyaml's events (``yaml_build.load_native``); a stream it leaves to Python (not valid YAML,
+    a merge key, a tag on a collection, …) is read below, as without it."""
+    if _native_load is not None:
+        try:
+            kind, found = load_native(
+                text, limits.max_depth, limits.max_alias_nodes, _SAFE_LOADER, _native_load
+            )
+        except (RuntimeError, UnicodeEncodeError):  # no parser, or a lone surrogate
+            kind, found = "elsewhere", None
+        if kind == "ok":
+            documents: list[Any] = found
+            return documents
+        if kind in ("depth", "aliases"):
+            raise _beyond_limit(kind, found, source, limits)
     try:
         _scan_yaml(text, source, limits)
         # What yaml.load_all(text, Loader=_SAFE_LOADER) returns, built with fewer calls.

@@ -15,13 +15,13 @@ is bounded by ``max_depth``.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-__all__ = ["load_all"]
+__all__ = ["load_all", "load_native"]
 
 _STR = "tag:yaml.org,2002:str"
 _SEQ = "tag:yaml.org,2002:seq"
@@ -82,5 +82,38 @@ def load_all(text: str, loader_class: Any) -> list[Any]:
             loader.constructed_objects = {}
             loader.recursive_objects = {}
         return documents
+    finally:
+        loader.dispose()
+
+
+NativeLoad = Callable[[str, int, int, Callable[[str | None, str, bool, bool], Any], str], Any]
+
+
+def load_native(
+    text: str, max_depth: int, max_alias_nodes: int, loader_class: Any, load: NativeLoad
+) -> tuple[str, Any]:
+    """``load`` (the compiled core's ``load_yaml``) with this loader's resolver and scalar
+    constructors: what it gives (``("ok", documents)``, ``("depth" | "aliases", line)`` or
+    ``("elsewhere", None)``). A loader with a resolver for every first character cannot take
+    this path: ``("elsewhere", None)``."""
+    resolvers = loader_class.yaml_implicit_resolvers
+    if None in resolvers:
+        return "elsewhere", None
+    loader = loader_class("")
+    try:
+
+        def construct(tag: str | None, value: str, plain: bool, quoted: bool) -> Any:
+            # As PyYAML's composer and constructor make a scalar of this event.
+            if tag is None:
+                tag = loader.resolve(ScalarNode, value, (plain, quoted))
+            node = ScalarNode(tag, value)
+            try:
+                return loader.construct_object(node, deep=True)
+            finally:
+                loader.constructed_objects.pop(node, None)
+
+        first = "".join(key for key in resolvers if key)
+        found: tuple[str, Any] = load(text, max_depth, max_alias_nodes, construct, first)
+        return found
     finally:
         loader.dispose()
