@@ -10,8 +10,9 @@ The limits (:data:`LIMITS`) are checked before or while parsing:
 * size: a file or stdin is read up to ``max_bytes`` and refused beyond it, without reading
   the rest; a JSON Lines line up to ``max_line_bytes``;
 * nesting depth of mappings and sequences: ``max_depth``, checked on YAML's event stream
-  (libyaml's parser is iterative, its composer is not) before any object is built, and on JSON
-  as it is decoded;
+  (libyaml's parser is iterative, its composer is not) before any deeper object is built — by
+  the compiled core as it builds the documents in one pass, or before PyYAML composes them —
+  and on JSON as it is decoded;
 * YAML aliases: at most ``max_alias_nodes`` nodes may be reached through aliases, so an alias
   bomb ("billion laughs") is refused before it is expanded;
 * text: UTF-8 only; integers longer than Python's limit (4,300 digits) are refused by name.
