@@ -76,6 +76,7 @@ lint: install-dev lock-check
 	$(BIN)/ruff check operator sandbox tests
 	$(BIN)/ruff format --check operator sandbox tests
 	$(BIN)/lint-imports
+	cargo fmt --manifest-path native/Cargo.toml --check
 
 # checkov on the Dockerfile and the Kubernetes manifests, from its own locked environment, offline
 # (--skip-download: the built-in checks only). A finding is fixed, or skipped beside the object

@@ -11,18 +11,20 @@
 //!   the words, with its count.
 //! A feature's hash is the crc32 of its UTF-8 bytes.
 //!
-//! And the limits' scan of a YAML stream (`scan_yaml`, see
-//! `precedent.adapters.bounded._scan_yaml`), over the events of unsafe-libyaml.
+//! And reading YAML over the events of unsafe-libyaml (a translation of the libyaml PyYAML
+//! parses with): the limits' scan of a stream (`scan_yaml`, as
+//! `precedent.adapters.bounded._scan_yaml`), and its documents built in one pass with the same
+//! limits checked on the way (`load_yaml`).
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::mem::MaybeUninit;
 use unsafe_libyaml::{
-    yaml_event_delete, yaml_event_t, yaml_parser_delete, yaml_parser_initialize,
-    yaml_parser_parse, yaml_parser_set_input_string, yaml_parser_t, YAML_ALIAS_EVENT,
-    YAML_MAPPING_END_EVENT, YAML_MAPPING_START_EVENT, YAML_PLAIN_SCALAR_STYLE, YAML_SCALAR_EVENT,
-    YAML_SEQUENCE_END_EVENT, YAML_SEQUENCE_START_EVENT, YAML_STREAM_END_EVENT,
+    yaml_event_delete, yaml_event_t, yaml_parser_delete, yaml_parser_initialize, yaml_parser_parse,
+    yaml_parser_set_input_string, yaml_parser_t, YAML_ALIAS_EVENT, YAML_MAPPING_END_EVENT,
+    YAML_MAPPING_START_EVENT, YAML_PLAIN_SCALAR_STYLE, YAML_SCALAR_EVENT, YAML_SEQUENCE_END_EVENT,
+    YAML_SEQUENCE_START_EVENT, YAML_STREAM_END_EVENT,
 };
 
 fn crc32(parts: &[&[u8]]) -> u32 {
@@ -42,7 +44,11 @@ struct Counted<K> {
 
 impl<K: std::hash::Hash + Eq> Counted<K> {
     fn new() -> Self {
-        Counted { index: FxHashMap::default(), hashes: Vec::new(), counts: Vec::new() }
+        Counted {
+            index: FxHashMap::default(),
+            hashes: Vec::new(),
+            counts: Vec::new(),
+        }
     }
 
     fn add(&mut self, key: K, hash: impl FnOnce() -> u32) {
@@ -66,7 +72,9 @@ fn as_bytes<'py>(py: Python<'py>, values: &[i64]) -> Bound<'py, PyBytes> {
 }
 
 fn strings<'a>(list: &'a Bound<'_, PyList>) -> PyResult<Vec<Bound<'a, PyString>>> {
-    list.iter().map(|item| Ok(item.cast_into::<PyString>()?)).collect()
+    list.iter()
+        .map(|item| Ok(item.cast_into::<PyString>()?))
+        .collect()
 }
 
 /// The lexical embedder's text features for one setting of stopwords, n-gram lengths and
@@ -88,7 +96,12 @@ impl Featurizer {
                 "n-gram lengths must be (low, high) with 1 <= low <= high",
             ));
         }
-        Ok(Featurizer { stopwords: stopwords.into_iter().collect(), low, high, bigrams })
+        Ok(Featurizer {
+            stopwords: stopwords.into_iter().collect(),
+            low,
+            high,
+            bigrams,
+        })
     }
 
     /// `(word_hashes, word_counts, char_hashes, char_counts)`, each the bytes of native int64
@@ -99,8 +112,12 @@ impl Featurizer {
         py: Python<'py>,
         every: &Bound<'py, PyList>,
         concepts: &Bound<'py, PyList>,
-    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, Bound<'py, PyBytes>)>
-    {
+    ) -> PyResult<(
+        Bound<'py, PyBytes>,
+        Bound<'py, PyBytes>,
+        Bound<'py, PyBytes>,
+        Bound<'py, PyBytes>,
+    )> {
         let every = strings(every)?;
         let concepts = strings(concepts)?;
         let mut words: Vec<&str> = Vec::with_capacity(every.len());
@@ -110,7 +127,10 @@ impl Featurizer {
                 words.push(word);
             }
         }
-        let concepts: Vec<&str> = concepts.iter().map(|c| c.to_str()).collect::<PyResult<_>>()?;
+        let concepts: Vec<&str> = concepts
+            .iter()
+            .map(|c| c.to_str())
+            .collect::<PyResult<_>>()?;
 
         // Words, bigrams and concepts never share a key (a bigram holds a space, a concept
         // starts with `~`, a word holds neither), so each kind is counted on its own and the
@@ -372,7 +392,10 @@ trait AppendItem<'py> {
 
 impl<'py> AppendItem<'py> for Bound<'py, PyAny> {
     fn append_item(&self, value: Bound<'py, PyAny>) -> Result<(), Stop> {
-        self.cast::<PyList>().map_err(|_| Stop::Elsewhere)?.append(value).map_err(|_| Stop::Elsewhere)
+        self.cast::<PyList>()
+            .map_err(|_| Stop::Elsewhere)?
+            .append(value)
+            .map_err(|_| Stop::Elsewhere)
     }
 }
 
@@ -430,7 +453,13 @@ fn load<'py>(
                     if let Some(anchor) = &anchor {
                         anchored.insert(anchor.clone(), None);
                     }
-                    open.push(Open { value, key: None, is_map, count: 0, anchor });
+                    open.push(Open {
+                        value,
+                        key: None,
+                        is_map,
+                        count: 0,
+                        anchor,
+                    });
                 } else if kind == YAML_SEQUENCE_END_EVENT || kind == YAML_MAPPING_END_EVENT {
                     let done = open.pop().ok_or(Stop::Elsewhere)?;
                     if done.key.is_some() {
@@ -453,10 +482,18 @@ fn load<'py>(
                     let built = match tag {
                         None | Some(b"!") => {
                             let resolvable = data.plain_implicit
-                                && value.chars().next().is_none_or(|c| implicit_first.contains(c));
+                                && value
+                                    .chars()
+                                    .next()
+                                    .is_none_or(|c| implicit_first.contains(c));
                             if resolvable {
                                 construct
-                                    .call1((py.None(), value, data.plain_implicit, data.quoted_implicit))
+                                    .call1((
+                                        py.None(),
+                                        value,
+                                        data.plain_implicit,
+                                        data.quoted_implicit,
+                                    ))
                                     .map_err(|_| Stop::Elsewhere)?
                             } else {
                                 PyString::new(py, value).into_any()
@@ -525,7 +562,14 @@ fn load_yaml<'py>(
     construct: &Bound<'py, PyAny>,
     implicit_first: &str,
 ) -> PyResult<(&'static str, Bound<'py, PyAny>)> {
-    match load(py, text, max_depth, max_alias_nodes, construct, implicit_first) {
+    match load(
+        py,
+        text,
+        max_depth,
+        max_alias_nodes,
+        construct,
+        implicit_first,
+    ) {
         Ok(documents) => Ok(("ok", documents.into_any())),
         Err(Stop::TooDeep(line)) => Ok(("depth", line.into_pyobject(py)?.into_any())),
         Err(Stop::TooManyAliased(line)) => Ok(("aliases", line.into_pyobject(py)?.into_any())),

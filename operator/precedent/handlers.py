@@ -29,6 +29,7 @@ import prometheus_client
 
 from precedent.adapters.heap import freeze_startup_heap, limit_arenas, release_free_memory
 from precedent.adapters.kube_api import ApiConnection, KubeApi
+from precedent.core.embedding import native_available
 from precedent.core.guard import GuardMode, change_key, change_of, guard_key
 from precedent.errors import DependencyError, InputError, PrecedentError
 from precedent.logging_json import configure_logging, log_format_from_environment
@@ -218,6 +219,10 @@ async def configure(
     except PrecedentError as exc:
         _stop(f"vector index: {exc}")
     logger.info("%s in %.1f s", report, time.perf_counter() - started)
+    logger.info(
+        "compiled core (precedent-native): %s",
+        "installed" if native_available() else "not installed, the same work runs in Python",
+    )
     # Parsing the history and building the index freed most of what they allocated; what is
     # left lives as long as the process, and the garbage collector stops walking it.
     await asyncio.to_thread(freeze_startup_heap)

@@ -35,14 +35,14 @@ def both(text: str) -> tuple[list[Any], list[Any]]:
     return load_all(text, LOADER), list(yaml.load_all(text, Loader=LOADER))
 
 
-@pytest.mark.parametrize(
-    "path",
-    sorted(
-        str(p.relative_to(REPO))
-        for pattern in ("data/**/*.yaml", "tests/data/**/*.yaml", "manifests/**/*.yaml")
-        for p in REPO.glob(pattern)
-    ),
+PROJECT_FILES = sorted(
+    str(p.relative_to(REPO))
+    for pattern in ("data/**/*.yaml", "tests/data/**/*.yaml", "manifests/**/*.yaml")
+    for p in REPO.glob(pattern)
 )
+
+
+@pytest.mark.parametrize("path", PROJECT_FILES)
 def test_the_project_s_files(path: str) -> None:
     ours, theirs = both((REPO / path).read_text(encoding="utf-8"))
     assert same(ours, theirs)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from precedent.adapters import bounded
 from precedent.adapters.yaml_build import load_native
-from tests.adapters.test_yaml_build import CORNERS, LOADER, REPO, _values, same
+from tests.adapters.test_yaml_build import CORNERS, LOADER, PROJECT_FILES, REPO, _values, same
 
 pytestmark = pytest.mark.skipif(
     bounded._native_load is None, reason="no compiled core: make native"
@@ -24,14 +24,7 @@ def native(text: str, depth: int = 64, aliases: int = 10_000) -> tuple[str, Any]
     return load_native(text, depth, aliases, LOADER, bounded._native_load)
 
 
-@pytest.mark.parametrize(
-    "path",
-    sorted(
-        str(p.relative_to(REPO))
-        for pattern in ("data/**/*.yaml", "tests/data/**/*.yaml", "manifests/**/*.yaml")
-        for p in REPO.glob(pattern)
-    ),
-)
+@pytest.mark.parametrize("path", PROJECT_FILES)
 def test_the_project_s_files_are_built_in_one_pass(path: str) -> None:
     text = (REPO / path).read_text(encoding="utf-8")
     kind, ours = native(text)

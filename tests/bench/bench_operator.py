@@ -103,9 +103,16 @@ def runtime_python(kind: str | None = None) -> tuple[str, str]:
         raise SystemExit(f"{UV} is missing: run `make install-dev` first")
     environment = {**os.environ, "UV_PROJECT_ENVIRONMENT": str(RUNTIME)}
     environment.pop("VIRTUAL_ENV", None)
-    done = subprocess.run(
+
+    def uv(args: list[str], failure: str) -> None:
+        done = subprocess.run(
+            [str(UV), *args], cwd=REPO, env=environment, capture_output=True, text=True
+        )
+        if done.returncode != 0:
+            raise SystemExit(f"{failure}:\n{done.stderr}")
+
+    uv(
         [
-            str(UV),
             "sync",
             "--locked",
             "--no-dev",
@@ -119,30 +126,21 @@ def runtime_python(kind: str | None = None) -> tuple[str, str]:
             sys.executable,
             "--quiet",
         ],
-        cwd=REPO,
-        env=environment,
-        capture_output=True,
-        text=True,
+        "the image's environment could not be synced",
     )
-    if done.returncode != 0:
-        raise SystemExit(f"the image's environment could not be synced:\n{done.stderr}")
     python = str(RUNTIME / "bin" / "python")
     # The compiled core, as the image installs it (the sync above removed it: uv.lock does not
-    # list it). BENCH_OPERATOR_NATIVE=0 measures the features computed in Python instead.
+    # list it). BENCH_OPERATOR_NATIVE=0 measures the operator without it (the same work done
+    # in Python).
     if os.environ.get("BENCH_OPERATOR_NATIVE", "1") == "0":
         return python, "image (the image's packages, bytecode compiled; no compiled core)"
     wheels = sorted(NATIVE_WHEELS.glob("precedent_native-*.whl"))
     if not wheels:
         raise SystemExit(f"no wheel of the compiled core in {NATIVE_WHEELS}: run `make native`")
-    installed = subprocess.run(
-        [str(UV), "pip", "install", "--quiet", "--python", python, "--no-deps", str(wheels[-1])],
-        cwd=REPO,
-        env=environment,
-        capture_output=True,
-        text=True,
+    uv(
+        ["pip", "install", "--quiet", "--python", python, "--no-deps", str(wheels[-1])],
+        "the compiled core could not be installed",
     )
-    if installed.returncode != 0:
-        raise SystemExit(f"the compiled core could not be installed:\n{installed.stderr}")
     return python, "image (the image's packages, bytecode compiled, the compiled core)"
 
 
