@@ -310,7 +310,7 @@ class LexicalEmbedder:
         # vector, its document-frequency keys and its BM25 terms read the same text.
         self._memo: dict[tuple[str, bool], _TextFeatures] | None = None
         # The compiled core, unless asked not to (``native=False``) or not installed: the
-        # same features as ``_python_features``, in the same order (tests/unit/test_native.py).
+        # same features as ``_python_features``, in the same order (tests/core/test_native.py).
         self._native = (
             _NativeFeaturizer(sorted(STOPWORDS), lo, hi, bigram_weight > 0)
             if native and _NativeFeaturizer is not None
