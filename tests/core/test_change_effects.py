@@ -101,8 +101,8 @@ def test_a_change_against_its_live_target() -> None:
 
 
 def test_deleting_a_workload_removes_all_its_capacity() -> None:
-    # A production Deployment deleted with its replicas is at least medium whatever the
-    # history says, as scaling it to zero is; a completed Job deleted is not held by it.
+    # A production Deployment deleted with its replicas is high whatever the history says, as
+    # scaling it to zero is (an outage by construction); a completed Job deleted is not held.
     delete = RequestChange.model_validate({"delete": {}})
     live = LiveTarget("deployment", "ledger", "payments", replicas=8)
     facts = judge_change(delete, "Deployment", "ledger", live)
@@ -111,11 +111,28 @@ def test_deleting_a_workload_removes_all_its_capacity() -> None:
     assert facts.facts["toZero"] is True
     hit = DangerFloors().strictest(facts.effect, 0, facts.facts)
     assert hit is not None
-    assert hit.score == FLOOR_SCORES[Band.MEDIUM]
+    assert hit.score == FLOOR_SCORES[Band.HIGH]
     job = LiveTarget("job", "report", "payments", completed=True)
     done = judge_change(delete, "Job", "report", job)
     assert "capacityRemoved" not in done.facts
     assert DangerFloors().strictest(done.effect, 0, done.facts) is None
+
+
+@pytest.mark.parametrize(
+    ("after", "tier", "band"),
+    [
+        (0, 0, Band.HIGH),  # every replica of a production workload: an outage
+        (1, 0, Band.MEDIUM),  # most of it: at least half
+        (3, 0, Band.MEDIUM),
+        (6, 0, None),  # a quarter: history decides
+        (0, 1, None),  # staging to zero: history decides
+    ],
+)
+def test_scaling_a_workload_to_zero_is_an_outage(after: int, tier: int, band: Band | None) -> None:
+    live = LiveTarget("deployment", "ledger", "payments", replicas=8)
+    facts = judge_change(RequestChange(replicas=after), "Deployment", "ledger", live)
+    hit = DangerFloors().strictest(facts.effect, tier, facts.facts)
+    assert (hit.floor.band if hit is not None else None) == band
 
 
 def test_floors_raise_and_never_lower() -> None:

@@ -125,15 +125,21 @@ BUNDLED_FLOORS: tuple[Floor, ...] = (
     ),
     Floor(
         "capacity-down",
+        Band.HIGH,
+        "takes a production workload to zero replicas: an outage by construction",
+        when={"toZero": True, "capacityRemoved": 1.0},
+    ),
+    Floor(
+        "capacity-down",
         Band.MEDIUM,
         "removes at least half of a production workload's capacity",
         when={"capacityRemoved": 0.5},
     ),
     Floor(
         "object-delete",
-        Band.MEDIUM,
-        "deletes a production workload with all its replicas",
-        when={"capacityRemoved": 0.5},
+        Band.HIGH,
+        "deletes a production workload with all its replicas: an outage by construction",
+        when={"toZero": True, "capacityRemoved": 1.0},
     ),
     Floor(
         "capacity-down",
