@@ -11,10 +11,6 @@ class Featurizer:
     ) -> tuple[bytes, bytes, bytes, bytes]:
         """``(word_hashes, word_counts, char_hashes, char_counts)``: native int64 bytes."""
 
-def scan_yaml(text: str, max_depth: int, max_alias_nodes: int) -> tuple[str, int] | None:
-    """``None`` within the limits; ``("invalid", 0)`` for a stream that is not valid YAML;
-    else ``("depth" | "aliases", line)`` with the 0-based line where the limit was crossed."""
-
 def load_yaml(
     text: str,
     max_depth: int,

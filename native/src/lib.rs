@@ -12,9 +12,9 @@
 //! A feature's hash is the crc32 of its UTF-8 bytes.
 //!
 //! And reading YAML over the events of unsafe-libyaml (a translation of the libyaml PyYAML
-//! parses with): the limits' scan of a stream (`scan_yaml`, as
-//! `precedent.adapters.bounded._scan_yaml`), and its documents built in one pass with the same
-//! limits checked on the way (`load_yaml`).
+//! parses with): a stream's documents built in one pass, with the limits of
+//! `precedent.adapters.bounded._scan_yaml` (depth, nodes reached through aliases) checked on
+//! the way (`load_yaml`).
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString};
@@ -202,123 +202,11 @@ impl Featurizer {
     }
 }
 
-/// What the scan of a YAML stream found.
-enum Scanned {
-    /// Within the limits.
-    Fine,
-    /// Not valid YAML, within the limits up to the error.
-    Invalid,
-    /// A collection opened deeper than the limit, on this (0-based) line.
-    TooDeep(u64),
-    /// Aliases expanded past the limit, on this line.
-    TooManyAliased(u64),
-    /// The parser could not be set up.
-    Failed,
-}
-
 unsafe fn anchor_of(anchor: *const u8) -> Option<Vec<u8>> {
     if anchor.is_null() {
         return None;
     }
     Some(std::ffi::CStr::from_ptr(anchor.cast()).to_bytes().to_vec())
-}
-
-/// `precedent.adapters.bounded._scan_yaml` over libyaml's event stream (unsafe-libyaml, a
-/// translation of the libyaml PyYAML parses with), without a Python object per event.
-fn scan(text: &str, max_depth: usize, max_alias_nodes: u64) -> Scanned {
-    // One frame per open collection: nodes inside so far, its anchor.
-    let mut frames: Vec<(u64, Option<Vec<u8>>)> = Vec::new();
-    // Anchor → nodes in its subtree, aliases expanded.
-    let mut anchored: FxHashMap<Vec<u8>, u64> = FxHashMap::default();
-    let mut through_aliases: u64 = 0;
-    unsafe {
-        let mut parser = MaybeUninit::<yaml_parser_t>::uninit();
-        let parser = parser.as_mut_ptr();
-        if yaml_parser_initialize(parser).fail {
-            return Scanned::Failed;
-        }
-        yaml_parser_set_input_string(parser, text.as_ptr(), text.len() as u64);
-        let mut event = MaybeUninit::<yaml_event_t>::uninit();
-        let event = event.as_mut_ptr();
-        let found = loop {
-            if yaml_parser_parse(parser, event).fail {
-                break Scanned::Invalid;
-            }
-            let kind = (*event).type_;
-            let line = (*event).start_mark.line;
-            let mut outcome = None;
-            if kind == YAML_SEQUENCE_START_EVENT || kind == YAML_MAPPING_START_EVENT {
-                if frames.len() >= max_depth {
-                    outcome = Some(Scanned::TooDeep(line));
-                } else {
-                    let anchor = if kind == YAML_SEQUENCE_START_EVENT {
-                        (*event).data.sequence_start.anchor
-                    } else {
-                        (*event).data.mapping_start.anchor
-                    };
-                    frames.push((0, anchor_of(anchor)));
-                }
-            } else if kind == YAML_SEQUENCE_END_EVENT || kind == YAML_MAPPING_END_EVENT {
-                if let Some((count, anchor)) = frames.pop() {
-                    let size = count.saturating_add(1);
-                    if let Some(anchor) = anchor {
-                        anchored.insert(anchor, size);
-                    }
-                    if let Some(top) = frames.last_mut() {
-                        top.0 = top.0.saturating_add(size);
-                    }
-                }
-            } else if kind == YAML_SCALAR_EVENT {
-                if let Some(anchor) = anchor_of((*event).data.scalar.anchor) {
-                    anchored.insert(anchor, 1);
-                }
-                if let Some(top) = frames.last_mut() {
-                    top.0 = top.0.saturating_add(1);
-                }
-            } else if kind == YAML_ALIAS_EVENT {
-                let size = anchor_of((*event).data.alias.anchor)
-                    .and_then(|anchor| anchored.get(&anchor).copied())
-                    .unwrap_or(1);
-                through_aliases = through_aliases.saturating_add(size);
-                if through_aliases > max_alias_nodes {
-                    outcome = Some(Scanned::TooManyAliased(line));
-                } else if let Some(top) = frames.last_mut() {
-                    top.0 = top.0.saturating_add(size);
-                }
-            }
-            yaml_event_delete(event);
-            if let Some(outcome) = outcome {
-                break outcome;
-            }
-            if kind == YAML_STREAM_END_EVENT {
-                break Scanned::Fine;
-            }
-        };
-        yaml_parser_delete(parser);
-        found
-    }
-}
-
-/// Refuse deep nesting and alias bombs in a YAML stream before it is composed: None when within
-/// the limits, `("invalid", line)` when the stream is not valid YAML (within the limits up to
-/// the error), else `("depth" | "aliases", line)` with the 0-based line of the event that
-/// crossed the limit. Raises RuntimeError when the parser cannot be set up.
-#[pyfunction]
-fn scan_yaml(
-    py: Python<'_>,
-    text: &str,
-    max_depth: usize,
-    max_alias_nodes: u64,
-) -> PyResult<Option<(&'static str, u64)>> {
-    match py.detach(|| scan(text, max_depth, max_alias_nodes)) {
-        Scanned::Fine => Ok(None),
-        Scanned::Invalid => Ok(Some(("invalid", 0))),
-        Scanned::TooDeep(line) => Ok(Some(("depth", line))),
-        Scanned::TooManyAliased(line) => Ok(Some(("aliases", line))),
-        Scanned::Failed => Err(pyo3::exceptions::PyRuntimeError::new_err(
-            "the YAML parser could not be set up",
-        )),
-    }
 }
 
 const STR_TAG: &[u8] = b"tag:yaml.org,2002:str";
@@ -546,9 +434,9 @@ fn load<'py>(
     }
 }
 
-/// Every document of a YAML stream as PyYAML's safe loader builds it, within the limits of
-/// `scan_yaml`, in one pass: `("ok", documents)`, `("depth" | "aliases", line)` (0-based), or
-/// `("elsewhere", None)` for a stream the Python loader must read (not valid YAML, a merge key,
+/// Every document of a YAML stream as PyYAML's safe loader builds it, in one pass, within the
+/// limits of `precedent.adapters.bounded._scan_yaml` (counted the same way): `("ok",
+/// documents)`, `("depth" | "aliases", line)` (0-based), or `("elsewhere", None)` for a stream the Python loader must read (not valid YAML, a merge key,
 /// a tag on a collection, a key that is a list or a mapping, a recursive alias, a scalar whose
 /// construction failed). A plain scalar whose first character is in `implicit_first` (or that is
 /// empty), and every scalar with a tag but `!` and `!!str`, is built by
@@ -583,7 +471,6 @@ fn load_yaml<'py>(
 #[pymodule]
 fn precedent_native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<Featurizer>()?;
-    module.add_function(wrap_pyfunction!(scan_yaml, module)?)?;
     module.add_function(wrap_pyfunction!(load_yaml, module)?)?;
     Ok(())
 }

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -33,12 +33,10 @@ from precedent.adapters.yaml_build import NativeLoad, load_all, load_native
 from precedent.errors import LoadError
 
 try:  # the compiled core (native/), when installed: the same limits and objects, in one pass
-    from precedent_native import load_yaml, scan_yaml
+    from precedent_native import load_yaml
 
-    _native_scan: Callable[[str, int, int], tuple[str, int] | None] | None = scan_yaml
     _native_load: NativeLoad | None = load_yaml
 except ImportError:  # pragma: no cover - where the wheel is not installed
-    _native_scan = None
     _native_load = None
 
 __all__ = [
@@ -173,29 +171,9 @@ def _line(mark: Any) -> str:
     return f"line {mark.line + 1}" if mark is not None else "somewhere"
 
 
-def _scan_yaml(text: str, source: str, limits: InputLimits) -> None:
-    """Refuse deep nesting and alias bombs before composing: with the compiled core when it
-    is installed, else over PyYAML's events (the same refusals:
-    tests/adapters/test_bounded_scan.py)."""
-    if _native_scan is not None:
-        try:
-            found = _native_scan(text, limits.max_depth, limits.max_alias_nodes)
-        except (RuntimeError, UnicodeEncodeError):  # no parser, or a lone surrogate: in Python
-            _python_scan_yaml(text, source, limits)
-            return
-        if found is not None:
-            what, line = found
-            if what == "invalid":  # PyYAML's parser says what and where, as without the core
-                _python_scan_yaml(text, source, limits)
-                return
-            raise _beyond_limit(what, line, source, limits)
-        return
-    _python_scan_yaml(text, source, limits)
-
-
 def _beyond_limit(what: str, line: int, source: str, limits: InputLimits) -> LoadError:
-    """The refusal of a stream past the depth (``what`` "depth") or alias limit, at the 0-based
-    ``line``: the words of the Python scan."""
+    """The compiled core's refusal of a stream past the depth (``what`` "depth") or alias
+    limit, at the 0-based ``line``, in the words of :func:`_scan_yaml`."""
     if what == "depth":
         return LoadError(f"{source}: line {line + 1}: nested deeper than {limits.max_depth} levels")
     return LoadError(
@@ -203,8 +181,9 @@ def _beyond_limit(what: str, line: int, source: str, limits: InputLimits) -> Loa
     )
 
 
-def _python_scan_yaml(text: str, source: str, limits: InputLimits) -> None:
-    """Walk YAML's event stream: refuse deep nesting and alias bombs before composing."""
+def _scan_yaml(text: str, source: str, limits: InputLimits) -> None:
+    """Walk YAML's event stream: refuse deep nesting and alias bombs before composing (the
+    compiled core's ``load_yaml`` counts the same way: tests/adapters/test_bounded_scan.py)."""
     # One frame per open collection: [nodes inside so far, its anchor].
     frames: list[list[Any]] = []
     anchored: dict[str, int] = {}  # anchor → nodes in its subtree, aliases expanded
