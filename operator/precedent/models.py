@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Self
 
 from pydantic import (
     AfterValidator,
@@ -412,8 +412,11 @@ class IncidentResource(WireModel):
 PACKED_TEXTS = ("description", "root_cause", "resolution", "recommended_procedure")
 """The long texts ``Incident.packed`` keeps compressed."""
 PACKED_KEY = "_packed_texts"
+DIGEST_KEY = "_content_digest"
+"""Where a packed incident keeps its :meth:`Incident.content_digest`, worked out as it was
+packed (the texts were at hand) so that a snapshot does not unpack it again for it."""
 _TEXT_SEPARATOR = "\x1f"  # ASCII unit separator; an incident whose text holds it stays plain
-_PACK_LEVEL = 6
+_PACK_LEVEL = 1  # 1.5× faster than 6 on incident texts, for about 2 % more bytes
 
 
 class Incident(WireModel):
@@ -488,6 +491,15 @@ class Incident(WireModel):
     # the compressed bytes sit in the instance's ``__dict__`` under PACKED_KEY, where pydantic
     # neither validates nor serialises them.
 
+    def content_digest(self) -> bytes:
+        """sha256 of the incident's content (its JSON form, fields in their declared order:
+        no field is a mapping, so equal incidents give equal digests, packed or not). A packed
+        incident keeps the one worked out when it was packed."""
+        kept: bytes | None = self.__dict__.get(DIGEST_KEY)
+        if kept is not None:
+            return kept
+        return hashlib.sha256(self.model_dump_json().encode()).digest()
+
     def packed(self) -> Incident:
         """A copy with the long texts compressed, or this incident when there is nothing to
         gain (no long text, already packed, or a text holding the separator)."""
@@ -508,7 +520,19 @@ class Incident(WireModel):
         for name in PACKED_TEXTS:
             del state[name]
         state[PACKED_KEY] = blob
+        state[DIGEST_KEY] = self.content_digest()
         return copy
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy; one with ``update`` works its content digest out again."""
+        copy = super().model_copy(update=update, deep=deep)
+        if update:
+            copy.__dict__.pop(DIGEST_KEY, None)
+        return copy
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self.__dict__.pop(DIGEST_KEY, None)  # the content changes: the kept digest goes
+        super().__setattr__(name, value)
 
     @property
     def is_packed(self) -> bool:

@@ -161,6 +161,20 @@ def test_hostile_jsonl_names_file_and_line(tmp_path: Path, line: str, reason: st
         load_queries_jsonl(queries)
 
 
+def test_the_json_depth_limit_is_exact_and_brackets_in_strings_do_not_count() -> None:
+    small = InputLimits(max_depth=4)
+    assert parse_json("[[[[1]]]]", "f:1", limits=small) == [[[[1]]]]
+    assert parse_json('{"a": [{"b": [1]}]}', "f:1", limits=small) == {"a": [{"b": [1]}]}
+    with pytest.raises(LoadError, match="f:1: nested deeper than 4 levels"):
+        parse_json("[[[[[1]]]]]", "f:1", limits=small)
+    with pytest.raises(LoadError, match="f:1: nested deeper than 4 levels"):
+        parse_json('{"a": {"b": {"c": {"d": {}}}}}', "f:1", limits=small)
+    brackets = '{"t": "[[[[[{{{{{", "u": [1, [2]]}'
+    assert parse_json(brackets, "f:1", limits=small) == {"t": "[[[[[{{{{{", "u": [1, [2]]}
+    wide = "[" + ", ".join(["[1]"] * 10) + "]"  # many brackets, two levels
+    assert len(parse_json(wide, "f:1", limits=small)) == 10
+
+
 def test_a_long_jsonl_line_is_refused() -> None:
     with pytest.raises(LoadError, match="f:1: longer than the 16-byte line limit"):
         parse_json('"' + "x" * 20 + '"', "f:1", limits=InputLimits(max_line_bytes=16))

@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 import pytest
 
+from precedent.adapters import vector_neighbours
 from precedent.adapters.vector_neighbours import VectorNeighbours
 from precedent.core.embedding import LexicalEmbedder
 from precedent.core.normalize import normalize_request
@@ -65,9 +66,9 @@ def test_a_change_reads_the_text_of_the_changed_incidents_only(
     read: list[str] = []
     fingerprint = VectorNeighbours._fingerprint
 
-    def counted(self: VectorNeighbours, incident: Incident) -> str:
+    def counted(self: VectorNeighbours, incident: Incident, text: str | None = None) -> str:
         read.append(incident.id)
-        return fingerprint(self, incident)
+        return fingerprint(self, incident, text)
 
     monkeypatch.setattr(VectorNeighbours, "_fingerprint", counted)
     added = Incident(id="PAR-NEW", title="payment-api restart dropped connections")
@@ -78,11 +79,26 @@ def test_a_change_reads_the_text_of_the_changed_incidents_only(
     report = neighbours.sync(History([*changed, added]))
     assert sorted(read) == ["PAR-010", "PAR-NEW"]
     assert report.embedded == 2
+    # Into an empty index, each fingerprint is made from the text the vector is made of: the
+    # same fingerprints, and each incident's text made once.
+    texts: list[str] = []
+    made = vector_neighbours.incident_text
+
+    def text_of(incident: Incident) -> str:
+        texts.append(incident.id)
+        return made(incident)
+
+    monkeypatch.setattr(vector_neighbours, "incident_text", text_of)
     fresh = VectorNeighbours(LexicalEmbedder(256))
     fresh.sync(History([*changed, added]))
+    assert sorted(texts) == sorted(i.id for i in [*changed, added])
     assert [neighbours.index.fingerprint(i.id) for i in changed] == [
         fresh.index.fingerprint(i.id) for i in changed
     ]
+    # Those fingerprints are the ones the next sync reuses for the same objects.
+    read.clear()
+    report = fresh.sync(History(changed))
+    assert (report.embedded, report.removed, read) == (0, 1, [])
 
 
 def test_neighbours_are_calibrated_and_domain_filtered(seed_history: History) -> None:

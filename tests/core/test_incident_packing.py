@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from precedent.adapters.evaluation import load_incidents_jsonl
 from precedent.adapters.loader import load_incidents
-from precedent.models import PACKED_TEXTS, Incident
+from precedent.models import PACKED_TEXTS, Incident, Severity
 from precedent.settings import Settings
 from precedent.wiring import build_service, load_history_files
 
@@ -65,6 +65,27 @@ def test_a_text_replaced_after_packing_wins_and_the_others_stay(bundled: list[In
     assert changed.model_dump()["description"] == "replaced"
     assert changed != plain
     assert changed == plain.model_copy(update={"description": "replaced"})
+
+
+def test_the_content_digest_is_kept_by_packing_and_follows_every_change(
+    bundled: list[Incident],
+) -> None:
+    # Packing works the digest out while the texts are at hand; the packed incident's is the
+    # plain one's, and a copy with an update or an assignment has the digest of what it holds.
+    plain = next(i for i in bundled if i.root_cause and i.resolution)
+    packed = plain.packed()
+    assert packed.content_digest() == plain.content_digest()
+    assert plain.content_digest() == plain.unpacked().model_copy().content_digest()
+    for field, value in (("description", "replaced"), ("title", "another title"), ("tags", [])):
+        changed = packed.model_copy(update={field: value})
+        fresh = plain.model_copy(update={field: value})
+        assert changed.content_digest() == fresh.content_digest() != plain.content_digest()
+    assigned = plain.packed()
+    assigned.severity = Severity.LOW if plain.severity != Severity.LOW else Severity.HIGH
+    assert assigned.content_digest() != plain.content_digest()
+    assert pickle.loads(pickle.dumps(packed)).content_digest() == plain.content_digest()
+    others = {i.content_digest() for i in bundled}
+    assert len(others) == len(bundled)
 
 
 def test_packing_survives_pickle_and_packs_once(bundled: list[Incident]) -> None:

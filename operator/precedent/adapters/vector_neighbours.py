@@ -184,13 +184,15 @@ class VectorNeighbours:
         """The fingerprint of the history the index was last brought in line with."""
         return self._synced
 
-    def _fingerprint(self, incident: Incident) -> str:
+    def _fingerprint(self, incident: Incident, text: str | None = None) -> str:
+        """What the incident's vector and terms are made from; ``text``: its
+        ``incident_text``, when already made."""
         digest = hashlib.sha256(
             f"{self.embedder.name}\0{self.title_weight}\0{_TEXT_VERSION}\0".encode()
         )
         digest.update(incident.title.encode())
         digest.update(b"\0")
-        digest.update(incident_text(incident).encode())
+        digest.update((incident_text(incident) if text is None else text).encode())
         return digest.hexdigest()[:24]
 
     def _fingerprints(self, incidents: Sequence[Incident]) -> dict[str, str]:
@@ -220,15 +222,23 @@ class VectorNeighbours:
             return SyncReport(embedded=0, removed=0, kept=len(self.index))
         self._answers.clear()
         # One fingerprint per incident, worked out once and kept by both the vector index and
-        # BM25 (one string each, not two: 7 MiB at 100k incidents).
-        fingerprints = self._fingerprints(history.incidents)
-        gone = [i for i in self.index.ids() if i not in fingerprints]
-        removed = self.index.remove(gone)
-        todo = [
-            incident
-            for incident in history.incidents
-            if self.index.fingerprint(incident.id) != fingerprints[incident.id]
-        ]
+        # BM25 (one string each, not two: 7 MiB at 100k incidents). Into an empty index every
+        # incident goes: each one's is then made below from the text its vector is made of,
+        # which is read (and unpacked) once instead of twice.
+        empty = len(self.index) == 0
+        fingerprints: dict[str, str] = {}
+        removed = 0
+        if empty:
+            todo = list(history.incidents)
+        else:
+            fingerprints = self._fingerprints(history.incidents)
+            gone = [i for i in self.index.ids() if i not in fingerprints]
+            removed = self.index.remove(gone)
+            todo = [
+                incident
+                for incident in history.incidents
+                if self.index.fingerprint(incident.id) != fingerprints[incident.id]
+            ]
         counting = self._count(
             history, todo, recount=removed > 0 or any(i.id in self.index for i in todo)
         )
@@ -237,6 +247,9 @@ class VectorNeighbours:
             batch = todo[start : start + self.batch_size]
             # Each incident's text is made once, for its vector, its counts and BM25.
             texts = [incident_text(incident) for incident in batch]
+            if empty:
+                for incident, text in zip(batch, texts, strict=True):
+                    fingerprints[incident.id] = self._fingerprint(incident, text)
             if isinstance(embedder, LexicalEmbedder):
                 # The batch's texts are read once for their vectors, counts and BM25 terms.
                 with embedder.remembering():
@@ -256,6 +269,9 @@ class VectorNeighbours:
             )
             if progress is not None:
                 progress(len(batch))
+        if empty:
+            incidents = history.incidents
+            self._fingerprinted = (tuple(incidents), [fingerprints[i.id] for i in incidents])
         self._sync_bm25(history, fingerprints)
         self._synced = history.fingerprint
         if (todo or removed or self._counts_unsaved) and self.index_dir is not None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterator, Sequence
 
 import numpy as np
@@ -21,9 +20,8 @@ DIGEST_SIZE = 32  # sha256
 
 
 def content_digest(incident: Incident) -> bytes:
-    """sha256 of an incident's content: its JSON form, keys sorted."""
-    text = json.dumps(incident.model_dump(mode="json"), sort_keys=True)
-    return hashlib.sha256(text.encode()).digest()
+    """sha256 of an incident's content (``Incident.content_digest``)."""
+    return incident.content_digest()
 
 
 def _sources(incidents: Sequence[Incident], previous: History) -> npt.NDArray[np.int64]:
