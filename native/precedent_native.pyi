@@ -5,7 +5,22 @@ class Featurizer:
     """The lexical embedder's text features for one setting of stopwords, n-gram lengths and
     bigrams (see ``precedent.core.embedding``)."""
 
-    def __init__(self, stopwords: list[str], low: int, high: int, bigrams: bool) -> None: ...
+    def __init__(
+        self,
+        stopwords: list[str],
+        low: int,
+        high: int,
+        bigrams: bool,
+        kept_words: int = ...,
+        kept_grams: int = ...,
+    ) -> None:
+        """``kept_words`` words' n-grams, and ``kept_grams`` distinct n-grams, are kept
+        numbered with their hashes (a word seen before is not hashed again); a text with a
+        word past them is counted over its n-grams' bytes: the same features."""
+    def settle(self, margin: int) -> None:
+        """From now on the n-gram tables grow by at most ``margin`` words and n-grams."""
+    def tables(self) -> tuple[int, int]:
+        """The words whose n-grams are kept numbered, and the n-grams numbered."""
     def features(
         self, every: list[str], concepts: list[str]
     ) -> tuple[bytes, bytes, bytes, bytes]:

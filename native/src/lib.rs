@@ -77,6 +77,77 @@ fn strings<'a>(list: &'a Bound<'_, PyList>) -> PyResult<Vec<Bound<'a, PyString>>
         .collect()
 }
 
+/// Words whose n-grams `Featurizer` keeps numbered, and distinct n-grams it numbers, unless
+/// told otherwise; past either, a text with a word not kept is counted over its n-grams'
+/// bytes (the same features).
+const KEPT_WORDS: usize = 100_000;
+const KEPT_GRAMS: usize = 500_000;
+
+/// Each word's n-grams, numbered, with each number's hash: a word seen before costs one
+/// lookup instead of hashing every n-gram again, and a text's n-grams are counted by number.
+struct Grams {
+    kept_words: usize,
+    kept_grams: usize,
+    numbers: FxHashMap<Box<[u8]>, u32>,
+    hashes: Vec<i64>,
+    /// Word → where its n-grams' numbers are in `ids`: (start, length).
+    words: FxHashMap<Box<str>, (u32, u32)>,
+    ids: Vec<u32>,
+    /// For counting one text: the text's serial each number was last seen in, and where.
+    seen: Vec<u32>,
+    slot: Vec<u32>,
+    serial: u32,
+}
+
+impl Grams {
+    /// The numbers of `word`'s n-grams (`each_gram`), numbering new ones: where they are in
+    /// `ids`; None when the tables are full.
+    fn word(&mut self, word: &str, low: usize, high: usize) -> Option<(usize, usize)> {
+        if let Some(&(start, size)) = self.words.get(word) {
+            return Some((start as usize, size as usize));
+        }
+        if self.words.len() >= self.kept_words {
+            return None;
+        }
+        let mut padded = Vec::with_capacity(word.len() + 2);
+        padded.push(b'<');
+        padded.extend_from_slice(word.as_bytes());
+        padded.push(b'>');
+        let mut ids: Vec<u32> = Vec::new();
+        let mut full = false;
+        let (numbers, hashes, kept) = (&mut self.numbers, &mut self.hashes, self.kept_grams);
+        each_gram(&padded, low, high, &mut |gram: &[u8]| {
+            if full {
+                return;
+            }
+            let id = match numbers.get(gram) {
+                Some(&id) => id,
+                None if hashes.len() >= kept => {
+                    full = true;
+                    return;
+                }
+                None => {
+                    let id = hashes.len() as u32;
+                    numbers.insert(gram.into(), id);
+                    hashes.push(i64::from(crc32(&[gram])));
+                    id
+                }
+            };
+            ids.push(id);
+        });
+        if full {
+            return None;
+        }
+        self.seen.resize(self.hashes.len(), 0);
+        self.slot.resize(self.hashes.len(), 0);
+        let start = self.ids.len();
+        self.ids.extend_from_slice(&ids);
+        self.words
+            .insert(word.into(), (start as u32, ids.len() as u32));
+        Some((start, ids.len()))
+    }
+}
+
 /// The lexical embedder's text features for one setting of stopwords, n-gram lengths and
 /// bigrams.
 #[pyclass(frozen, module = "precedent_native")]
@@ -85,12 +156,101 @@ struct Featurizer {
     low: usize,
     high: usize,
     bigrams: bool,
+    grams: std::sync::Mutex<Grams>,
+}
+
+impl Featurizer {
+    /// A text's character n-grams counted by their numbers, in first-occurrence order:
+    /// `(hashes, counts)`; None when a word's n-grams cannot be numbered (the tables full).
+    fn numbered(&self, words: &[&str]) -> Option<(Vec<i64>, Vec<i64>)> {
+        let mut guard = self.grams.lock().unwrap_or_else(|e| e.into_inner());
+        let grams: &mut Grams = &mut guard;
+        let (low, high) = (self.low, self.high);
+        grams.serial = grams.serial.wrapping_add(1);
+        if grams.serial == 0 {
+            // Serials wrapped: forget every mark so that none is taken for this text's.
+            grams.seen.iter_mut().for_each(|s| *s = 0);
+            grams.serial = 1;
+        }
+        let mut hashes: Vec<i64> = Vec::new();
+        let mut counts: Vec<i64> = Vec::new();
+        for word in words {
+            let (start, size) = grams.word(word, low, high)?;
+            let serial = grams.serial;
+            for k in start..start + size {
+                let at = grams.ids[k] as usize;
+                if grams.seen[at] == serial {
+                    counts[grams.slot[at] as usize] += 1;
+                } else {
+                    grams.seen[at] = serial;
+                    grams.slot[at] = hashes.len() as u32;
+                    hashes.push(grams.hashes[at]);
+                    counts.push(1);
+                }
+            }
+        }
+        Some((hashes, counts))
+    }
+
+    /// `numbered` without the tables: each n-gram counted by its bytes, hashed once per text.
+    fn counted(&self, words: &[&str]) -> (Vec<i64>, Vec<i64>) {
+        // Every word padded as `<word>`, one after the other in one buffer, so that each
+        // n-gram is a slice of it.
+        let mut padded: Vec<u8> = Vec::new();
+        let mut spans: Vec<(usize, usize)> = Vec::with_capacity(words.len());
+        for word in words {
+            let start = padded.len();
+            padded.push(b'<');
+            padded.extend_from_slice(word.as_bytes());
+            padded.push(b'>');
+            spans.push((start, padded.len()));
+        }
+        let mut grams: Counted<&[u8]> = Counted::new();
+        for &(start, end) in &spans {
+            let chars = &padded[start..end];
+            each_gram(chars, self.low, self.high, &mut |gram| {
+                grams.add(gram, || crc32(&[gram]))
+            });
+        }
+        (grams.hashes, grams.counts)
+    }
+}
+
+/// The n-grams of a word padded as `<word>`, by length from `low` to `high`, then by position;
+/// of characters, not bytes, for a word that is not ASCII.
+fn each_gram<'a>(padded: &'a [u8], low: usize, high: usize, out: &mut dyn FnMut(&'a [u8])) {
+    if padded.is_ascii() {
+        let size = padded.len();
+        for n in low..=high.min(size) {
+            for i in 0..=size - n {
+                out(&padded[i..i + n]);
+            }
+        }
+    } else {
+        let text = std::str::from_utf8(padded).expect("a word is UTF-8");
+        let mut bounds: Vec<usize> = text.char_indices().map(|(at, _)| at).collect();
+        bounds.push(text.len());
+        let size = bounds.len() - 1;
+        for n in low..=high.min(size) {
+            for i in 0..=size - n {
+                out(&padded[bounds[i]..bounds[i + n]]);
+            }
+        }
+    }
 }
 
 #[pymethods]
 impl Featurizer {
     #[new]
-    fn new(stopwords: Vec<String>, low: usize, high: usize, bigrams: bool) -> PyResult<Self> {
+    #[pyo3(signature = (stopwords, low, high, bigrams, kept_words = KEPT_WORDS, kept_grams = KEPT_GRAMS))]
+    fn new(
+        stopwords: Vec<String>,
+        low: usize,
+        high: usize,
+        bigrams: bool,
+        kept_words: usize,
+        kept_grams: usize,
+    ) -> PyResult<Self> {
         if low < 1 || low > high {
             return Err(pyo3::exceptions::PyValueError::new_err(
                 "n-gram lengths must be (low, high) with 1 <= low <= high",
@@ -101,7 +261,38 @@ impl Featurizer {
             low,
             high,
             bigrams,
+            grams: std::sync::Mutex::new(Grams {
+                kept_words,
+                kept_grams,
+                numbers: FxHashMap::default(),
+                hashes: Vec::new(),
+                words: FxHashMap::default(),
+                ids: Vec::new(),
+                seen: Vec::new(),
+                slot: Vec::new(),
+                serial: 0,
+            }),
         })
+    }
+
+    /// From now on the n-gram tables may grow by `margin` words and `margin` n-grams at most
+    /// (`LexicalEmbedder.settle`: the history is embedded; requests bring words that never
+    /// come again).
+    fn settle(&self, margin: usize) {
+        let mut guard = self.grams.lock().unwrap_or_else(|e| e.into_inner());
+        let grams: &mut Grams = &mut guard;
+        grams.kept_words = grams
+            .kept_words
+            .min(grams.words.len().saturating_add(margin));
+        grams.kept_grams = grams
+            .kept_grams
+            .min(grams.hashes.len().saturating_add(margin));
+    }
+
+    /// The words whose n-grams are kept numbered, and the n-grams numbered.
+    fn tables(&self) -> (usize, usize) {
+        let guard = self.grams.lock().unwrap_or_else(|e| e.into_inner());
+        (guard.words.len(), guard.hashes.len())
     }
 
     /// `(word_hashes, word_counts, char_hashes, char_counts)`, each the bytes of native int64
@@ -157,56 +348,17 @@ impl Featurizer {
         word_counts.extend(pairs.counts);
         word_counts.extend(named.counts);
 
-        // Every word padded as `<word>`, one after the other in one buffer, so that each
-        // n-gram is a slice of it.
-        let mut padded: Vec<u8> = Vec::new();
-        let mut spans: Vec<(usize, usize)> = Vec::with_capacity(words.len());
-        for word in &words {
-            let start = padded.len();
-            padded.push(b'<');
-            padded.extend_from_slice(word.as_bytes());
-            padded.push(b'>');
-            spans.push((start, padded.len()));
-        }
-        let mut grams: Counted<&[u8]> = Counted::new();
-        for (word, &(start, end)) in words.iter().zip(&spans) {
-            let chars = &padded[start..end];
-            if word.is_ascii() {
-                let size = chars.len();
-                for n in self.low..=self.high.min(size) {
-                    for i in 0..=size - n {
-                        let gram = &chars[i..i + n];
-                        grams.add(gram, || crc32(&[gram]));
-                    }
-                }
-            } else {
-                // n-grams of characters, not bytes: cut at character boundaries.
-                let text = std::str::from_utf8(chars).expect("a word is UTF-8");
-                let mut bounds: Vec<usize> = text.char_indices().map(|(at, _)| at).collect();
-                bounds.push(text.len());
-                let size = bounds.len() - 1;
-                for n in self.low..=self.high.min(size) {
-                    for i in 0..=size - n {
-                        let gram = &chars[bounds[i]..bounds[i + n]];
-                        grams.add(gram, || crc32(&[gram]));
-                    }
-                }
-            }
-        }
+        let (gram_hashes, gram_counts) = match self.numbered(&words) {
+            Some(found) => found,
+            None => self.counted(&words),
+        };
         Ok((
             as_bytes(py, &word_hashes),
             as_bytes(py, &word_counts),
-            as_bytes(py, &grams.hashes),
-            as_bytes(py, &grams.counts),
+            as_bytes(py, &gram_hashes),
+            as_bytes(py, &gram_counts),
         ))
     }
-}
-
-unsafe fn anchor_of(anchor: *const u8) -> Option<Vec<u8>> {
-    if anchor.is_null() {
-        return None;
-    }
-    Some(std::ffi::CStr::from_ptr(anchor.cast()).to_bytes().to_vec())
 }
 
 const STR_TAG: &[u8] = b"tag:yaml.org,2002:str";

@@ -47,6 +47,27 @@ def test_yaml_corner_cases(name: str) -> None:
     assert same(ours, list(yaml.load_all(CORNERS[name], Loader=LOADER)))
 
 
+def test_plain_scalars_a_resolver_looks_at_but_that_stay_strings() -> None:
+    # Their first character has a resolver (bool, null, int, float, timestamp); the value
+    # matches none, so it is the string itself, as PyYAML gives it.
+    text = (
+        "a: True story\nb: true\nc: No\nd: Norway\ne: null\nf: nullable\ng: 2024 outage\n"
+        "h: 12\ni: on\nj: one\nk: ~\nl: Yes please\nm: .5\nn: .net\no: -1\np: -rf\n"
+        "q: 2024-05-01\nr: 2024-05-01 and later\n"
+    )
+    kind, ours = native(text)
+    assert kind == "ok"
+    (theirs,) = yaml.load_all(text, Loader=LOADER)
+    assert same(ours, [theirs])
+    (document,) = ours
+    assert [type(document[k]).__name__ for k in "abcdefghijklmnopqr"] == [
+        type(theirs[k]).__name__ for k in "abcdefghijklmnopqr"
+    ]
+    assert document["a"] == "True story"
+    assert document["b"] is True
+    assert document["e"] is None
+
+
 def test_an_alias_is_the_anchor_s_object() -> None:
     kind, (document,) = native(CORNERS["anchors"])
     assert kind == "ok"

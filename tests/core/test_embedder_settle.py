@@ -5,8 +5,9 @@ from __future__ import annotations
 import random
 
 import numpy as np
+import pytest
 
-from precedent.core.embedding import LexicalEmbedder
+from precedent.core.embedding import LexicalEmbedder, native_available
 from tests.bench.synthetic import titles
 
 REQUESTS = 3_000
@@ -40,6 +41,25 @@ def test_a_settled_embedder_stays_bounded_and_gives_the_same_vectors() -> None:
     assert np.array_equal(settled.embed(history[:50]), unsettled.embed(history[:50]))
     for text in history[:20]:
         assert np.array_equal(settled.embed([text]), unsettled.embed([text]))
+
+
+@pytest.mark.skipif(not native_available(), reason="no compiled core: make native")
+def test_the_compiled_core_s_tables_are_bounded_the_same_way() -> None:
+    history = titles(2_000, seed=3)
+    settled, python = LexicalEmbedder(native=True), LexicalEmbedder(native=False)
+    settled.embed(history)
+    assert settled._native is not None
+    words, grams = settled._native.tables()
+    assert words > 100
+    assert grams > 1_000
+    settled.settle(margin=2_000)
+    for text in _requests():
+        assert np.array_equal(settled.embed([text]), python.embed([text]))
+    # Past the bound a text's n-grams are counted over their bytes: the same vectors.
+    after_words, after_grams = settled._native.tables()
+    assert after_words <= words + 2_000
+    assert after_grams <= grams + 2_000
+    assert np.array_equal(settled.embed(history[:50]), python.embed(history[:50]))
 
 
 def test_the_operator_settles_the_embedder_once_the_index_is_ready() -> None:

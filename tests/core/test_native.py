@@ -97,6 +97,33 @@ def test_any_words_are_cut_into_characters_not_bytes(words: list[str]) -> None:
     assert np.frombuffer(counts, dtype=np.int64).tolist() == [c for _, c in expected]
 
 
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.lists(st.sampled_from(["ab", "abc", "bcd", "é", "Σσ", "the", "x"]), max_size=8)),
+    st.sampled_from([(0, 0), (1, 1000), (3, 1000), (1000, 5), (1000, 40), (2, 12)]),
+)
+def test_the_numbered_n_grams_and_their_fallback_give_the_same_features(
+    texts: list[list[str]], kept: tuple[int, int]
+) -> None:
+    # One featurizer over many texts keeps each word's n-grams numbered; with its tables
+    # small, words past them (and the texts holding them) are counted over the n-grams'
+    # bytes. Either way each text's features are those of a fresh featurizer and of Python.
+    import zlib
+
+    from precedent_native import Featurizer
+
+    stop = sorted(STOPWORDS)
+    small = Featurizer(stop, 2, 4, True, kept_words=kept[0], kept_grams=kept[1])
+    for words in texts:
+        ours = small.features(words, [])
+        assert ours == Featurizer(stop, 2, 4, True).features(words, [])
+        expected = _python_reference([w for w in words if w not in STOPWORDS], 2, 4)
+        assert np.frombuffer(ours[2], dtype=np.int64).tolist() == [
+            zlib.crc32(g.encode()) for g, _ in expected
+        ]
+        assert np.frombuffer(ours[3], dtype=np.int64).tolist() == [c for _, c in expected]
+
+
 def test_bad_input_is_refused_with_a_type_error() -> None:
     from precedent_native import Featurizer
 

@@ -106,6 +106,8 @@ def load_native(
             # As PyYAML's composer and constructor make a scalar of this event.
             if tag is None:
                 tag = loader.resolve(ScalarNode, value, (plain, quoted))
+                if tag == _STR:  # "True story", "2024 outage": the safe constructor's
+                    return value  # str of a scalar node is its value
             node = ScalarNode(tag, value)
             try:
                 return loader.construct_object(node, deep=True)

@@ -395,6 +395,8 @@ class LexicalEmbedder:
         vectors do not change: an n-gram's hash is its crc32, whatever its number."""
         grams = self._grams
         grams.limit = min(grams.limit, len(grams.numbers) + margin)
+        if self._native is not None:  # the compiled core's n-gram tables, the same way
+            self._native.settle(margin)
         self._hashes.bound = min(self._hashes.bound, len(self._hashes) + margin)
         settle_words(margin)  # the vocabulary's word → concepts table, the same way
 
