@@ -95,6 +95,8 @@ def test_a_change_reads_the_text_of_the_changed_incidents_only(
     assert [neighbours.index.fingerprint(i.id) for i in changed] == [
         fresh.index.fingerprint(i.id) for i in changed
     ]
+    # BM25's document frequencies are worked out by the sync, not by the first request.
+    assert fresh.bm25._df is not None
     # Those fingerprints are the ones the next sync reuses for the same objects.
     read.clear()
     report = fresh.sync(History(changed))

@@ -273,6 +273,8 @@ class VectorNeighbours:
             incidents = history.incidents
             self._fingerprinted = (tuple(incidents), [fingerprints[i.id] for i in incidents])
         self._sync_bm25(history, fingerprints)
+        if self.fusion_weight > 0:
+            self.bm25.frequencies()  # now, not at the first request (see there)
         self._synced = history.fingerprint
         if (todo or removed or self._counts_unsaved) and self.index_dir is not None:
             try:

@@ -869,20 +869,23 @@ class Bm25Match:
         state = self.export()
         self.restore(state)
 
-    def _frequencies(self) -> Counter[str]:
-        """The documents holding each term (worked out from the rows when not known)."""
+    def frequencies(self) -> Counter[str]:
+        """The documents holding each term, worked out from the rows when not known (the
+        index asks once it is built, so that what this allocates is freed before the
+        operator hands free memory back: asked first by a request, it stayed, 13 MiB at 10k)."""
         df = self._df
         if df is None:
-            starts = np.frombuffer(self._starts, dtype=np.int64)
-            rows = np.fromiter(self._docs.values(), dtype=np.intp, count=len(self._docs))
-            flat = _segments(starts[rows], starts[rows + 1] - starts[rows])
-            terms = np.frombuffer(self._terms, dtype=np.int32)[flat]
+            terms = np.frombuffer(self._terms, dtype=np.int32)
+            if self._dead:  # only the rows of the documents here
+                starts = np.frombuffer(self._starts, dtype=np.int64)
+                rows = np.fromiter(self._docs.values(), dtype=np.intp, count=len(self._docs))
+                terms = terms[_segments(starts[rows], starts[rows + 1] - starts[rows])]
             counts = np.bincount(terms, minlength=len(self._words)).tolist() if terms.size else []
             df = self._df = Counter({self._words[n]: c for n, c in enumerate(counts) if c > 0})
         return df
 
     def _idf(self, word: str) -> float:
-        df = self._frequencies().get(word, 0)
+        df = self.frequencies().get(word, 0)
         if df <= 0:
             return 0.0
         n = len(self._docs)
@@ -892,7 +895,7 @@ class Bm25Match:
         """The query's terms that some added document has, sorted: all that ``match`` reads
         of the query (a term no document has weighs nothing), so two queries with the same
         known terms get the same scores."""
-        df = self._frequencies()
+        df = self.frequencies()
         return tuple(sorted(w for w in set(self._terms_of(query)) if df.get(w, 0) > 0))
 
     def match(self, query: str, ids: Sequence[str]) -> npt.NDArray[np.float64]:
