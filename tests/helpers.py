@@ -63,3 +63,17 @@ def eventually(check: Callable[[], Any], timeout: float = 60.0) -> Any:
             return found
         time.sleep(0.1)
     raise AssertionError(f"not reached within {timeout:.0f} s")
+
+
+def incidents_passed_to(monkeypatch: Any, owner: object, name: str) -> list[str]:
+    """Wrap the function ``owner.name`` (its first argument an incident) for the test: the id
+    of every incident it is called with, in order."""
+    seen: list[str] = []
+    real = getattr(owner, name)
+
+    def recorded(incident: Any, *args: Any, **kwargs: Any) -> Any:
+        seen.append(incident.id)
+        return real(incident, *args, **kwargs)
+
+    monkeypatch.setattr(owner, name, recorded)
+    return seen

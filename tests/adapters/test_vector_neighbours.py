@@ -18,6 +18,7 @@ from precedent.core.snapshot import History
 from precedent.models import Incident, RemediationRequestSpec, Severity
 from precedent.settings import Settings
 from precedent.wiring import build_embedder, build_neighbours
+from tests.helpers import incidents_passed_to
 
 
 class CountingEmbedder(LexicalEmbedder):
@@ -81,14 +82,7 @@ def test_a_change_reads_the_text_of_the_changed_incidents_only(
     assert report.embedded == 2
     # Into an empty index, each fingerprint is made from the text the vector is made of: the
     # same fingerprints, and each incident's text made once.
-    texts: list[str] = []
-    made = vector_neighbours.incident_text
-
-    def text_of(incident: Incident) -> str:
-        texts.append(incident.id)
-        return made(incident)
-
-    monkeypatch.setattr(vector_neighbours, "incident_text", text_of)
+    texts = incidents_passed_to(monkeypatch, vector_neighbours, "incident_text")
     fresh = VectorNeighbours(LexicalEmbedder(256))
     fresh.sync(History([*changed, added]))
     assert sorted(texts) == sorted(i.id for i in [*changed, added])

@@ -19,6 +19,7 @@ from precedent.core.normalize import ProposedAction
 from precedent.core.snapshot import History
 from precedent.models import Incident
 from precedent.services import HistoryStore
+from tests.helpers import incidents_passed_to
 
 ACTIONS = ("restart_service", "scale_down", "rollback", "drain_node", "")
 KINDS = ("Deployment", "StatefulSet", "Node", "")
@@ -43,15 +44,7 @@ def _incident(n: int, **extra: object) -> Incident:
 @pytest.fixture
 def digests_made(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The ids of the incidents whose content digest was worked out."""
-    made: list[str] = []
-    real = snapshot.content_digest
-
-    def counted(incident: Incident) -> bytes:
-        made.append(incident.id)
-        return real(incident)
-
-    monkeypatch.setattr(snapshot, "content_digest", counted)
-    return made
+    return incidents_passed_to(monkeypatch, snapshot, "content_digest")
 
 
 @pytest.mark.parametrize("seed", range(5))
