@@ -725,8 +725,8 @@ class Bm25Match:
         # tuple per document: 6 MiB less at 100k incidents.
         self._lengths = array("I")
         self._fingerprints: list[str] = []
-        # Documents holding each term: worked out from the rows at the first read after a
-        # build (one bincount instead of an update per document: 1.3 s of a 100k cold start),
+        # Documents holding each term: worked out from the rows once a build or a restore is
+        # done (``frequencies``: one bincount instead of a Counter update per document added),
         # then kept up to date by each addition and removal. None: not worked out yet.
         self._df: Counter[str] | None = None
         self._total = 0
