@@ -632,9 +632,21 @@ def transcripts(servers: list[Server], scenario: Callable[[Call], list[Any]]) ->
     return found
 
 
+# A known difference the real server shows only when a race goes one way: a CRD can be
+# Established before the next call reaches the server (seen on a loaded machine). The real
+# server's answer must then be one of these, the sandbox's the first.
+RACES: dict[str, list[list[Any]]] = {
+    "a_new_crd_is_served_at_once": [[201, 404], [201, 201]],
+}
+
+
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
 def test_the_sandbox_answers_as_kube_apiserver(servers: list[Server], name: str) -> None:
     sandbox, real = transcripts(servers, SCENARIOS[name])
+    if name in RACES:
+        assert sandbox == RACES[name][-1]
+        assert real in RACES[name]
+        return
     if name in KNOWN:
         assert sandbox != real, f"{name} no longer differs: remove it from KNOWN and docs"
         return
