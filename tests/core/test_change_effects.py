@@ -35,6 +35,32 @@ def test_the_text_is_read_for_what_it_asks(text: str, effects: list[str]) -> Non
     assert [r.effect for r in read_text(text)] == effects
 
 
+@pytest.mark.parametrize(
+    ("text", "after"),
+    [
+        ("Set checkout replicas to 0 for the maintenance window", 0),
+        ("set replicas: 0 on checkout", 0),
+        ("replica count to zero for checkout", 0),
+        ("Scale checkout to 0 tonight", 0),
+        ("Set checkout to 3 replicas", 3),
+        ("kubectl scale deploy/checkout --replicas=0", 0),
+    ],
+)
+def test_a_replica_count_however_it_is_phrased_is_read(text: str, after: int) -> None:
+    # Found by asking for an outage in words the reader did not know: each was read as a
+    # config change. With no direction said, a count is read as a decrease (the live target
+    # gives the direction where there is one).
+    (reading,) = read_text(text)
+    assert (reading.effect, reading.after) == ("capacity-down", after)
+
+
+@pytest.mark.parametrize(
+    "text", ["Scale out the gateway to 10 pods, CPU at 85%.", "Scale up checkout to 50"]
+)
+def test_a_count_after_a_direction_word_keeps_the_direction(text: str) -> None:
+    assert [r.effect for r in read_text(text)] == ["capacity-up"]
+
+
 def test_numbers_give_the_size() -> None:
     (reading,) = read_text("Reduce checkout from 40 replicas to 12")
     assert (reading.before, reading.after) == (40, 12)

@@ -109,7 +109,13 @@ _FROM_TO = re.compile(
     _FLAGS,
 )
 _CAPACITY_NOUN = r"(?:replicas?|capacity|instances?|pods?|workers?|nodes?)"
-_TO_COUNT = re.compile(rf"\bto\s+{_NUM}\s*(?:replicas?|pods?|instances?)\b", _FLAGS)
+_TO_COUNT = re.compile(
+    rf"\bto\s+{_NUM}\s*(?:replicas?|pods?|instances?)\b"
+    # "replicas to 0", "replicas: 0", "replica count to zero", "scale checkout to 0"
+    rf"|\breplica(?:s|\s+count)?\s*(?:to\s+|=\s*|:\s*){_NUM}\b"
+    rf"|\bscal(?:e|es|ed|ing)\s+(?:(?!(?:up|out|down|in)\b)[\w./-]+\s+){{0,3}}?to\s+{_NUM}\b(?!\s*%)",
+    _FLAGS,
+)
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "capacity-down",
@@ -126,7 +132,12 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             # A replica count set with no direction said: read as a decrease, the riskier.
             r"|\b(?:set|resize|put|pin|change|make)\w*\b[^.;\n]{0,50}?\bto\s+"
             + _NUM
-            + r"\s*(?:replicas?|pods?|instances?)\b",
+            + r"\s*(?:replicas?|pods?|instances?)\b"
+            r"|\breplica(?:s|\s+count)?\s*(?:to\s+|=\s*|:\s*)" + _NUM + r"\b"
+            # "scale checkout to 0": a count with no direction word ("scale out … to 10" has one)
+            r"|\bscal(?:e|es|ed|ing)\s+(?:(?!(?:up|out|down|in)\b)[\w./-]+\s+){0,3}?to\s+"
+            + _NUM
+            + r"\b(?!\s*%)",
             _FLAGS,
         ),
     ),
@@ -261,7 +272,10 @@ def read_text(text: str) -> list[TextReading]:
         held = found.get("capacity-down")
         if count is not None and held is not None and held.after is None:
             found["capacity-down"] = TextReading(
-                "capacity-down", held.evidence, None, _number(count.group(1))
+                "capacity-down",
+                held.evidence,
+                None,
+                _number(next(g for g in count.groups() if g is not None)),
             )
         numbers = _FROM_TO.search(sentence)
         if numbers is not None and re.search(_CAPACITY_NOUN, sentence, _FLAGS):
