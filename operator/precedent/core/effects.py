@@ -109,11 +109,17 @@ _FROM_TO = re.compile(
     _FLAGS,
 )
 _CAPACITY_NOUN = r"(?:replicas?|capacity|instances?|pods?|workers?|nodes?)"
+# A replica count set with no direction said, each read as a decrease by ``_PATTERNS`` and
+# sized by ``_TO_COUNT``: "replicas to 0", "replicas: 0", "replica count to zero"; and "scale
+# checkout to 0" (a count with no direction word: "scale out … to 10" has one).
+_COUNT_NOUN_FIRST = r"\breplica(?:s|\s+count)?\s*(?:to\s+|=\s*|:\s*)" + _NUM + r"\b"
+_SCALE_TO_COUNT = (
+    r"\bscal(?:e|es|ed|ing)\s+(?:(?!(?:up|out|down|in)\b)[\w./-]+\s+){0,3}?to\s+"
+    + _NUM
+    + r"\b(?!\s*%)"
+)
 _TO_COUNT = re.compile(
-    rf"\bto\s+{_NUM}\s*(?:replicas?|pods?|instances?)\b"
-    # "replicas to 0", "replicas: 0", "replica count to zero", "scale checkout to 0"
-    rf"|\breplica(?:s|\s+count)?\s*(?:to\s+|=\s*|:\s*){_NUM}\b"
-    rf"|\bscal(?:e|es|ed|ing)\s+(?:(?!(?:up|out|down|in)\b)[\w./-]+\s+){{0,3}}?to\s+{_NUM}\b(?!\s*%)",
+    rf"\bto\s+{_NUM}\s*(?:replicas?|pods?|instances?)\b|{_COUNT_NOUN_FIRST}|{_SCALE_TO_COUNT}",
     _FLAGS,
 )
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -132,12 +138,10 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             # A replica count set with no direction said: read as a decrease, the riskier.
             r"|\b(?:set|resize|put|pin|change|make)\w*\b[^.;\n]{0,50}?\bto\s+"
             + _NUM
-            + r"\s*(?:replicas?|pods?|instances?)\b"
-            r"|\breplica(?:s|\s+count)?\s*(?:to\s+|=\s*|:\s*)" + _NUM + r"\b"
-            # "scale checkout to 0": a count with no direction word ("scale out … to 10" has one)
-            r"|\bscal(?:e|es|ed|ing)\s+(?:(?!(?:up|out|down|in)\b)[\w./-]+\s+){0,3}?to\s+"
-            + _NUM
-            + r"\b(?!\s*%)",
+            + r"\s*(?:replicas?|pods?|instances?)\b|"
+            + _COUNT_NOUN_FIRST
+            + "|"
+            + _SCALE_TO_COUNT,
             _FLAGS,
         ),
     ),
