@@ -27,7 +27,12 @@ from typing import Any, NoReturn, cast
 import kopf
 import prometheus_client
 
-from precedent.adapters.heap import freeze_startup_heap, limit_arenas, release_free_memory
+from precedent.adapters.heap import (
+    freeze_startup_heap,
+    limit_arenas,
+    release_free_memory,
+    small_tls_buffers,
+)
 from precedent.adapters.kube_api import ApiConnection, KubeApi
 from precedent.core.embedding import native_available
 from precedent.core.guard import GuardMode, change_key, change_of, guard_key
@@ -79,8 +84,11 @@ WORKER_IDLE_SECONDS = 1.0
 # format asked for (the settings, read at startup, confirm it or refuse with a JSON line).
 configure_logging(log_format_from_environment())
 # Before any thread of the operator allocates: its threads share one malloc arena instead of
-# each growing its own (precedent.adapters.heap).
+# each growing its own (precedent.adapters.heap). Before any connection: each TLS connection's
+# read buffer is 32 KiB instead of asyncio's 256 KiB, for every watch stream and API
+# connection the operator keeps.
 limit_arenas()
+small_tls_buffers()
 
 
 # Exit status of an operator whose configuration cannot be loaded: Kubernetes restarts it

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import asyncio.sslproto
 import gc
+import hashlib
 import json
+import os
+import ssl
 import weakref
 from datetime import UTC, datetime
 from pathlib import Path
@@ -12,6 +16,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
+from precedent.adapters.guard_tls import issue_serving, make_ca
 from precedent.adapters.heap import (
     COLLECTOR_THRESHOLDS,
     EqualParts,
@@ -20,6 +25,7 @@ from precedent.adapters.heap import (
     freeze_startup_heap,
     limit_arenas,
     release_free_memory,
+    small_tls_buffers,
 )
 from precedent.adapters.loader import load_incidents, load_requests
 from precedent.models import Incident
@@ -56,6 +62,51 @@ def test_the_heap_calls_say_whether_they_ran(monkeypatch: pytest.MonkeyPatch) ->
     assert limit_arenas() is False
     monkeypatch.delenv("MALLOC_ARENA_MAX")
     assert limit_arenas() is True
+
+
+def test_tls_connections_read_through_the_small_buffer_intact(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A TLS exchange many times the buffer's size arrives whole, both ways, through
+    connections made after ``small_tls_buffers`` (on loopback, the guard's certificates)."""
+    monkeypatch.setattr(asyncio.sslproto.SSLProtocol, "max_size", 256 * 1024)
+    assert small_tls_buffers(16 * 1024) is True
+    assert asyncio.sslproto.SSLProtocol.max_size == 16 * 1024
+    assert small_tls_buffers(64 * 1024) is False  # never made larger again
+    ca_cert, ca_key = make_ca()
+    cert, key = issue_serving(ca_cert, ca_key, ["127.0.0.1"])
+    (tmp_path / "tls.crt").write_bytes(cert)
+    (tmp_path / "tls.key").write_bytes(key)
+    server_side = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_side.load_cert_chain(tmp_path / "tls.crt", tmp_path / "tls.key")
+    client_side = ssl.create_default_context(cadata=ca_cert.decode())
+    payload = os.urandom(3 * 1024 * 1024 + 17)
+    buffers: list[int] = []
+
+    async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        data = await reader.readexactly(len(payload))
+        writer.write(hashlib.sha256(data).digest() + data[::-1])
+        await writer.drain()
+        writer.close()
+
+    async def exchange() -> bytes:
+        server = await asyncio.start_server(echo, "127.0.0.1", 0, ssl=server_side)
+        port = server.sockets[0].getsockname()[1]
+        async with server:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=client_side)
+            # asyncio's TLS protocol under the stream: the buffer it reads into.
+            protocol = getattr(writer.transport, "_ssl_protocol", None)
+            buffers.append(len(getattr(protocol, "_ssl_buffer", b"")))
+            writer.write(payload)
+            await writer.drain()
+            answer = await reader.readexactly(32 + len(payload))
+            writer.close()
+            return answer
+
+    answer = asyncio.run(exchange())
+    assert answer[:32] == hashlib.sha256(payload).digest()
+    assert answer[32:] == payload[::-1]
+    assert buffers == [16 * 1024]
 
 
 def test_the_startup_heap_is_frozen_out_of_the_collector() -> None:
