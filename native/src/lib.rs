@@ -110,9 +110,7 @@ impl Grams {
             return None;
         }
         let mut padded = Vec::with_capacity(word.len() + 2);
-        padded.push(b'<');
-        padded.extend_from_slice(word.as_bytes());
-        padded.push(b'>');
+        pad_into(&mut padded, word);
         let mut ids: Vec<u32> = Vec::new();
         let mut full = false;
         let (numbers, hashes, kept) = (&mut self.numbers, &mut self.hashes, self.kept_grams);
@@ -200,9 +198,7 @@ impl Featurizer {
         let mut spans: Vec<(usize, usize)> = Vec::with_capacity(words.len());
         for word in words {
             let start = padded.len();
-            padded.push(b'<');
-            padded.extend_from_slice(word.as_bytes());
-            padded.push(b'>');
+            pad_into(&mut padded, word);
             spans.push((start, padded.len()));
         }
         let mut grams: Counted<&[u8]> = Counted::new();
@@ -214,6 +210,13 @@ impl Featurizer {
         }
         (grams.hashes, grams.counts)
     }
+}
+
+/// `word` padded as `<word>`, appended to `buffer`: the form whose n-grams are counted.
+fn pad_into(buffer: &mut Vec<u8>, word: &str) {
+    buffer.push(b'<');
+    buffer.extend_from_slice(word.as_bytes());
+    buffer.push(b'>');
 }
 
 /// The n-grams of a word padded as `<word>`, by length from `low` to `high`, then by position;

@@ -208,8 +208,13 @@ class VectorNeighbours:
         for incident in incidents:
             k = at.get(id(incident))
             out[incident.id] = prints[k] if k is not None else self._fingerprint(incident)
-        self._fingerprinted = (tuple(incidents), [out[i.id] for i in incidents])
+        self._keep_fingerprints(incidents, out)
         return out
+
+    def _keep_fingerprints(self, incidents: Sequence[Incident], by_id: dict[str, str]) -> None:
+        """Keep this sync's incidents (alive, so that their ``id()`` stays theirs) and their
+        fingerprints, for the next sync to reuse."""
+        self._fingerprinted = (tuple(incidents), [by_id[i.id] for i in incidents])
 
     def sync(
         self, history: History, *, progress: Callable[[int], None] | None = None
@@ -270,8 +275,7 @@ class VectorNeighbours:
             if progress is not None:
                 progress(len(batch))
         if empty:
-            incidents = history.incidents
-            self._fingerprinted = (tuple(incidents), [fingerprints[i.id] for i in incidents])
+            self._keep_fingerprints(history.incidents, fingerprints)
         self._sync_bm25(history, fingerprints)
         if self.fusion_weight > 0:
             self.bm25.frequencies()  # now, not at the first request (see there)
