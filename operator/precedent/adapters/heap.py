@@ -16,7 +16,7 @@ same CPU per request (``bench_operator``, one round each). A C library without t
 Each TLS connection asyncio opens keeps a read buffer of its own, 256 KiB, written full of
 zeros when the connection is made, for as long as the connection lives. The operator keeps
 one connection per watch stream (a stream per namespace and kind: about 80 on a small
-cluster) and its API clients keep one per request in flight at a burst's peak: 170 TLS
+cluster) and its API clients keep one per request in flight at a burst's peak: 175 TLS
 connections, 43 MiB, after 3,000 requests. ``small_tls_buffers`` makes the buffer 32 KiB
 (two TLS records; a read takes what the buffer holds and the rest on the next turn).
 """
