@@ -634,7 +634,7 @@ def transcripts(servers: list[Server], scenario: Callable[[Call], list[Any]]) ->
 
 # A known difference the real server shows only when a race goes one way: a CRD can be
 # Established before the next call reaches the server (seen on a loaded machine). The real
-# server's answer must then be one of these, the sandbox's the first.
+# server's answer must then be one of these, the sandbox's the last.
 RACES: dict[str, list[list[Any]]] = {
     "a_new_crd_is_served_at_once": [[201, 404], [201, 201]],
 }

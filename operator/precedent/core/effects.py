@@ -109,6 +109,8 @@ _FROM_TO = re.compile(
     _FLAGS,
 )
 _CAPACITY_NOUN = r"(?:replicas?|capacity|instances?|pods?|workers?|nodes?)"
+# A replica count after "to": "to 3 replicas", "to 0 pods".
+_TO_N_REPLICAS = r"\bto\s+" + _NUM + r"\s*(?:replicas?|pods?|instances?)\b"
 # A replica count set with no direction said, each read as a decrease by ``_PATTERNS`` and
 # sized by ``_TO_COUNT``: "replicas to 0", "replicas: 0", "replica count to zero"; and "scale
 # checkout to 0" (a count with no direction word: "scale out … to 10" has one).
@@ -119,7 +121,7 @@ _SCALE_TO_COUNT = (
     + r"\b(?!\s*%)"
 )
 _TO_COUNT = re.compile(
-    rf"\bto\s+{_NUM}\s*(?:replicas?|pods?|instances?)\b|{_COUNT_NOUN_FIRST}|{_SCALE_TO_COUNT}",
+    rf"{_TO_N_REPLICAS}|{_COUNT_NOUN_FIRST}|{_SCALE_TO_COUNT}",
     _FLAGS,
 )
 _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -136,9 +138,9 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"|\b(?:bring|take|turn|dial|wind|ramp|step)\w*\s+(?:[\w./-]+\s+){0,3}?down\b"
             r"|\bdown\s+to\s+" + _NUM + r"\s*" + _CAPACITY_NOUN + r"\b"
             # A replica count set with no direction said: read as a decrease, the riskier.
-            r"|\b(?:set|resize|put|pin|change|make)\w*\b[^.;\n]{0,50}?\bto\s+"
-            + _NUM
-            + r"\s*(?:replicas?|pods?|instances?)\b|"
+            r"|\b(?:set|resize|put|pin|change|make)\w*\b[^.;\n]{0,50}?"
+            + _TO_N_REPLICAS
+            + "|"
             + _COUNT_NOUN_FIRST
             + "|"
             + _SCALE_TO_COUNT,
