@@ -44,6 +44,7 @@ def test_the_text_is_read_for_what_it_asks(text: str, effects: list[str]) -> Non
         ("Scale checkout to 0 tonight", 0),
         ("Set checkout to 3 replicas", 3),
         ("kubectl scale deploy/checkout --replicas=0", 0),
+        ("Take ledger to 1 replica overnight", 1),
     ],
 )
 def test_a_replica_count_however_it_is_phrased_is_read(text: str, after: int) -> None:
@@ -59,6 +60,24 @@ def test_a_replica_count_however_it_is_phrased_is_read(text: str, after: int) ->
 )
 def test_a_count_after_a_direction_word_keeps_the_direction(text: str) -> None:
     assert [r.effect for r in read_text(text)] == ["capacity-up"]
+
+
+def test_a_count_beside_another_ask_is_read_as_well() -> None:
+    # Found by trying: read as a restart only, for a production Deployment at 40 replicas.
+    readings = read_text("Restart checkout and bring it to two pods")
+    assert [(r.effect, r.after) for r in readings] == [("capacity-down", 2), ("restart", None)]
+
+
+@pytest.mark.parametrize(
+    "text", ["Clean up unused volume", "cleanup the old reports database", "Clean up the PVC"]
+)
+def test_cleaning_up_data_is_deleting_it(text: str) -> None:
+    assert [r.effect for r in read_text(text)] == ["data-delete"]
+
+
+@pytest.mark.parametrize("text", ["Clean up the logs", "Clean up old pods after the rollout"])
+def test_cleaning_up_without_data_named_is_not_a_data_delete(text: str) -> None:
+    assert "data-delete" not in [r.effect for r in read_text(text)]
 
 
 def test_numbers_give_the_size() -> None:

@@ -138,7 +138,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"|\b(?:bring|take|turn|dial|wind|ramp|step)\w*\s+(?:[\w./-]+\s+){0,3}?down\b"
             r"|\bdown\s+to\s+" + _NUM + r"\s*" + _CAPACITY_NOUN + r"\b"
             # A replica count set with no direction said: read as a decrease, the riskier.
-            r"|\b(?:set|resize|put|pin|change|make)\w*\b[^.;\n]{0,50}?"
+            r"|\b(?:set|resize|put|pin|change|make|bring|take)\w*\b[^.;\n]{0,50}?"
             + _TO_N_REPLICAS
             + "|"
             + _COUNT_NOUN_FIRST
@@ -159,7 +159,7 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "data-delete",
         re.compile(
-            r"\b(?:delet|remov|drop|destroy|purg|wip|truncat)\w*\b[^.;\n]{0,50}?"
+            r"\b(?:delet|remov|drop|destroy|purg|wip|truncat|clean\s*up)\w*\b[^.;\n]{0,50}?"
             r"\b(?:pvcs?|persistentvolumeclaims?|persistent\s+volumes?|(?:volume\s+)?claims?|"
             r"volumes?|disks?|"
             r"databases?|db|tables?|buckets?|namespaces?|data|snapshots?|backups?)\b",
