@@ -209,3 +209,42 @@ def test_a_count_beyond_sixteen_bits_is_kept_as_the_most_it_can_hold() -> None:
     again = Bm25Match()
     again.restore(state)
     assert again.match("kafka broker", ["long", "short"]).tolist() == scores.tolist()
+
+
+def test_numbers_and_counts_widen_when_one_does_not_fit_and_score_the_same() -> None:
+    """Term numbers start in 16 bits and counts in 8; a vocabulary past 65,536 terms and a
+    count past 255 widen them, and every score still equals a Counter per document's, before
+    and after a save and restore (which keeps them as narrow as the values allow)."""
+    match = Bm25Match()
+    reference = _CounterReference(match._terms_of)
+    assert (match._terms.typecode, match._counts.typecode) == ("H", "B")
+
+    def add(doc_id: str, body: str) -> None:
+        match.add(doc_id, body)
+        reference.add(doc_id, body)
+
+    def check(against: Bm25Match, query: str, ids: list[str]) -> None:
+        terms = against.known_terms(query)
+        assert against.match_terms(terms, ids).tolist() == reference.match_terms(terms, ids)
+
+    add("few", "kafka lag kafka broker")
+    add("many", "kafka " * 300 + "broker lag")  # a count of 300: counts widen to 16 bits
+    assert (match._terms.typecode, match._counts.typecode) == ("H", "H")
+    # 70,000 distinct words over 70 documents: term numbers widen to 32 bits.
+    for d in range(70):
+        add(f"words-{d}", " ".join(f"w{d * 1000 + k}" for k in range(1000)) + " kafka")
+    assert match._terms.typecode == "i"
+    ids = ["few", "many", "words-0", "words-69", "missing"]
+    for query in ("kafka broker", "w69999 kafka", "w5 w68000 lag"):
+        check(match, query, ids)
+    state = match.export()
+    restored = Bm25Match()
+    restored.restore(state)
+    assert (restored._terms.typecode, restored._counts.typecode) == ("i", "H")
+    for query in ("kafka broker", "w69999 kafka", "w5 w68000 lag"):
+        check(restored, query, ids)
+    small = Bm25Match()
+    small.add("one", "kafka lag")
+    again = Bm25Match()
+    again.restore(small.export())
+    assert (again._terms.typecode, again._counts.typecode) == ("H", "B")

@@ -684,6 +684,40 @@ _COUNT_MAX = 0xFFFF
 """A term's count in one document, as ``Bm25Match`` keeps it (16 bits). The longest incident
 holds about 17,000 characters, so no count reaches it; one that did would score as this many."""
 
+# ``Bm25Match`` keeps its term numbers and counts in the narrowest of these array types that
+# holds every value so far, widening (once, in place of the whole array) when one does not fit.
+_TERM_TYPES = ("H", "i")  # 16 bits while the vocabulary has at most 65,536 terms, then 32
+_COUNT_TYPES = ("B", "H")  # 8 bits while no count passes 255, then 16 (COUNT_MAX)
+_BEYOND = {"B": 1 << 8, "H": 1 << 16, "i": 1 << 31}  # the first value each type cannot hold
+
+
+def _type_for(types: tuple[str, ...], largest: int, at_least: str | None = None) -> str:
+    """The first of ``types`` (from ``at_least`` on) whose values reach ``largest``."""
+    for code in types[types.index(at_least or types[0]) :]:
+        if largest < _BEYOND[code]:
+            return code
+    raise OverflowError(f"{largest} does not fit in any of {types}")
+
+
+def _widened(values: array[int], types: tuple[str, ...], largest: int) -> array[int]:
+    """``values``, or the same values in a wider one of ``types`` when ``largest`` does not
+    fit theirs."""
+    code = _type_for(types, largest, values.typecode)
+    if code == values.typecode:
+        return values
+    return array(code, np.frombuffer(values, dtype=values.typecode).astype(code).tobytes())
+
+
+def _view(values: array[int]) -> npt.NDArray[Any]:
+    """The array's values as numpy sees them (no copy)."""
+    return np.frombuffer(values, dtype=values.typecode)
+
+
+def _narrowest(values: npt.NDArray[np.signedinteger[Any]], types: tuple[str, ...]) -> array[int]:
+    """``values`` in the first of ``types`` that holds them all."""
+    code = _type_for(types, int(values.max()) if values.size else 0)
+    return array(code, values.astype(code).tobytes())
+
 
 class Bm25Match:
     """Okapi BM25 kept in step with a changing set of documents, scoring chosen documents.
@@ -700,8 +734,10 @@ class Bm25Match:
 
     The documents' terms are kept in three flat arrays, not a ``Counter`` per document (about
     1.5 KB each: 15 MiB at 10k incidents, 150 at 100k): the vocabulary's number of each term,
-    sorted within a document, its count (16 bits: 13 MiB less than 32 at 100k incidents), and
-    where each document's row starts. A replaced or removed document's row stays until the
+    sorted within a document, its count, and where each document's row starts. Numbers and
+    counts are kept as narrow as the values so far allow (16 bits while the vocabulary has at
+    most 65,536 terms, 8 while no count passes 255) and widened when one does not fit: at 100k
+    incidents 37 → 19 MiB. A replaced or removed document's row stays until the
     dead rows outweigh the live ones; then the arrays are rewritten. Scores are the same, bit
     for bit, as summing over a ``Counter`` per document (``tests/core/test_bm25_fusion.py``
     keeps that reference).
@@ -716,8 +752,8 @@ class Bm25Match:
         self._vocabulary = vocabulary
         self._words: list[str] = []  # term number → term
         self._numbers: dict[str, int] = {}  # term → its number
-        self._terms = array("i")  # every row's term numbers, ascending within a row
-        self._counts = array("H")  # and their counts (16 bits: at most COUNT_MAX)
+        self._terms = array(_TERM_TYPES[0])  # every row's term numbers, ascending in a row
+        self._counts = array(_COUNT_TYPES[0])  # and their counts (at most COUNT_MAX)
         self._starts = array("q", [0])  # row r is [_starts[r], _starts[r + 1])
         self._dead = 0  # entries in rows no document uses any more
         self._docs: dict[str, int] = {}  # id → its row
@@ -766,8 +802,8 @@ class Bm25Match:
             "vocabulary": list(self._words),
             "lengths": np.array(lengths, dtype=np.int64),
             "offsets": np.concatenate(([0], np.cumsum(sizes))).astype(np.int64),
-            "terms": np.frombuffer(self._terms, dtype=np.int32)[flat].copy(),
-            "counts": np.frombuffer(self._counts, dtype=np.uint16)[flat].astype(np.int32),
+            "terms": _view(self._terms)[flat].astype(np.int32),
+            "counts": _view(self._counts)[flat].astype(np.int32),
         }
 
     def restore(self, state: Mapping[str, Any]) -> None:
@@ -781,8 +817,8 @@ class Bm25Match:
         order = np.lexsort((terms, owner))  # ascending term numbers within each row
         self._words = [sys.intern(w) for w in words]
         self._numbers = {w: n for n, w in enumerate(self._words)}
-        self._terms = array("i", terms[order].tobytes())
-        self._counts = array("H", np.minimum(counts[order], _COUNT_MAX).astype(np.uint16).tobytes())
+        self._terms = _narrowest(terms[order], _TERM_TYPES)
+        self._counts = _narrowest(np.minimum(counts[order], _COUNT_MAX), _COUNT_TYPES)
         self._starts = array("q", offsets.tobytes())
         self._dead = 0
         ids, fingerprints = list(state["ids"]), list(state["fingerprints"])
@@ -833,8 +869,13 @@ class Bm25Match:
         order = np.argsort(numbers, kind="stable")
         length = int(counts.sum())
         row = len(self._starts) - 1
-        self._terms.frombytes(numbers[order].tobytes())
-        self._counts.frombytes(np.minimum(counts[order], _COUNT_MAX).astype(np.uint16).tobytes())
+        numbers, counts = numbers[order], np.minimum(counts[order], _COUNT_MAX)
+        if len(words) > _BEYOND[self._terms.typecode]:  # numbers are below len(words)
+            self._terms = _widened(self._terms, _TERM_TYPES, len(words) - 1)
+        if length >= _BEYOND[self._counts.typecode] and counts.size:  # no count exceeds length
+            self._counts = _widened(self._counts, _COUNT_TYPES, int(counts.max()))
+        self._terms.frombytes(numbers.astype(self._terms.typecode).tobytes())
+        self._counts.frombytes(counts.astype(self._counts.typecode).tobytes())
         self._starts.append(len(self._terms))
         self._docs[doc_id] = row
         self._lengths.append(length)
@@ -875,7 +916,7 @@ class Bm25Match:
         operator hands free memory back: asked first by a request, it stayed, 13 MiB at 10k)."""
         df = self._df
         if df is None:
-            terms = np.frombuffer(self._terms, dtype=np.int32)
+            terms = _view(self._terms)
             if self._dead:  # only the rows of the documents here
                 starts = np.frombuffer(self._starts, dtype=np.int64)
                 rows = np.fromiter(self._docs.values(), dtype=np.intp, count=len(self._docs))
@@ -929,11 +970,11 @@ class Bm25Match:
         # search finds every (candidate, query term) pair's count.
         span = len(self._words)
         owner = np.repeat(np.arange(len(found), dtype=np.int64) * span, sizes)
-        keys = owner + np.frombuffer(self._terms, dtype=np.int32)[flat]
+        keys = owner + _view(self._terms)[flat]
         numbers = np.fromiter((n for n, _ in weights), dtype=np.int64, count=len(weights))
         wanted = np.arange(len(found), dtype=np.int64)[:, None] * span + numbers
         at = np.minimum(np.searchsorted(keys, wanted), keys.size - 1)
-        tf = np.where(keys[at] == wanted, np.frombuffer(self._counts, dtype=np.uint16)[flat][at], 0)
+        tf = np.where(keys[at] == wanted, _view(self._counts)[flat][at], 0)
         tf = tf.astype(np.float64)
         k1, b = self._k1, self._b
         # The same floating-point operations as one document at a time, summed term by term
