@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import faiss
 import numpy as np
 import numpy.typing as npt
 import pytest
@@ -156,6 +157,72 @@ def test_switches_to_ivf_above_the_threshold_and_keeps_recall(tmp_path: Path) ->
     loaded = FaissIncidentIndex.load(tmp_path)
     assert loaded.kind == "approximate"
     assert len(loaded) == 3999
+
+
+def _clustered(n: int) -> npt.NDArray[np.float32]:
+    rng = np.random.default_rng(1)
+    centres = _vectors(40, seed=2)
+    return l2_normalize(
+        (centres[rng.integers(0, 40, n)] + 0.3 * _vectors(n, seed=3)).astype(np.float32)
+    )
+
+
+def _in_batches(
+    index: FaissIncidentIndex, vectors: npt.NDArray[np.float32], size: int, first: int = 0
+) -> None:
+    """``vectors`` added ``size`` at a time, as ``i<first>``, ``i<first + 1>`` …"""
+    for start in range(0, len(vectors), size):
+        chunk = range(start, min(start + size, len(vectors)))
+        index.add([f"i{first + i}" for i in chunk], vectors[start : chunk.stop])
+
+
+def test_filling_builds_the_same_ivf_index_without_an_exact_one_first(tmp_path: Path) -> None:
+    vectors = _clustered(4000)
+    before = FaissIncidentIndex(32, approximate_threshold=3000, nprobe=16)
+    _in_batches(before, vectors, 256)
+    filled = FaissIncidentIndex(32, approximate_threshold=3000, nprobe=16)
+    with filled.filling(4000):
+        _in_batches(filled, vectors, 256)
+        assert filled.kind == "approximate"
+    assert before.kind == "approximate"
+    # The same index, byte for byte, and the same answers.
+    assert faiss.serialize_index(filled._index).tobytes() == (
+        faiss.serialize_index(before._index).tobytes()
+    )
+    for query in vectors[:20]:
+        assert filled.search(query, 10) == before.search(query, 10)
+    filled.save(tmp_path)
+    assert len(FaissIncidentIndex.load(tmp_path)) == 4000
+
+
+def test_filling_that_falls_short_of_the_threshold_leaves_an_exact_index(tmp_path: Path) -> None:
+    vectors = _clustered(1000)
+    reference = FaissIncidentIndex(32, approximate_threshold=3000)
+    reference.add([f"i{i}" for i in range(1000)], vectors)
+    index = FaissIncidentIndex(32, approximate_threshold=3000)
+    with index.filling(5000):  # fewer came than expected
+        _in_batches(index, vectors[:600], 128)
+        # A search inside sees what was added so far.
+        assert index.search(vectors[5], 1)[0][0] == "i5"
+        _in_batches(index, vectors[600:], 128, first=600)
+        assert index.remove(["i1"]) == 1  # held vectors can be removed too
+    assert index.kind == "exact"
+    assert len(index) == 999
+    assert all(found != "i1" for found, _ in index.search(vectors[1], 5))
+    index.save(tmp_path)
+    loaded = FaissIncidentIndex.load(tmp_path)
+    assert len(loaded) == 999
+    for query in vectors[100:110]:
+        assert loaded.search(query, 5) == index.search(query, 5)
+
+
+def test_filling_is_a_no_op_below_the_threshold_or_into_a_filled_index() -> None:
+    index = FaissIncidentIndex(32, approximate_threshold=3000)
+    with index.filling(100):
+        index.add(["a"], _vectors(1))
+        assert index._held is None
+    with index.filling(5000):  # not empty any more
+        assert index._held is None
 
 
 def test_fp16_codes_keep_near_duplicates_apart() -> None:

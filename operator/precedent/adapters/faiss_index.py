@@ -116,6 +116,8 @@ class FaissIncidentIndex:
         self._domain_of: list[str | None] = []
         self._fingerprint_of: list[str | None] = []
         self._next_label = 0
+        # Vectors added inside ``filling`` and not yet in any faiss index (see there).
+        self._held: list[tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]] | None = None
 
     # -- queries ------------------------------------------------------------------------------
 
@@ -154,6 +156,7 @@ class FaissIncidentIndex:
         """
         if k < 1 or not self._label_of:
             return []
+        self._put_held()
         query = _as_matrix(vector, self._dimension)
         fetch = min(len(self), k * self.domain_overfetch if domain is not None else k)
         _use_threads(self.search_threads)
@@ -208,6 +211,15 @@ class FaissIncidentIndex:
         self._id_of.extend(ids)
         self._domain_of.extend(domains)
         self._fingerprint_of.extend(fingerprints)
+        if self._held is not None and self._kind == "exact":
+            self._held.append((matrix, labels))
+            if len(self) >= self.approximate_threshold:
+                held, self._held = self._held, []
+                self._index = self._build_ivf(
+                    np.vstack([m for m, _ in held]), np.concatenate([n for _, n in held])
+                )
+                self._kind = "approximate"
+            return
         if self._kind == "exact" and len(self) >= self.approximate_threshold:
             existing = self._exact_vectors()
             self._index = self._build_ivf(
@@ -218,11 +230,42 @@ class FaissIncidentIndex:
         with _threads(os.cpu_count() or 1):
             self._index.add_with_ids(matrix, labels)
 
+    @contextmanager
+    def filling(self, expected: int) -> Iterator[None]:
+        """Add ``expected`` vectors into this empty exact index (a build from the history).
+
+        When they reach the threshold, the vectors added inside are held back and the IVF
+        index is built from them as they cross it, without filling the exact index first, then
+        copying every vector out of it and stacking them with the last batch: at 100k
+        incidents that was 1.3 s of the build and two more copies of every vector. The index
+        built is the same (the same vectors, in the same order). Anything else leaves this a
+        no-op; a search inside puts what is held into the exact index first."""
+        if self._held is not None or len(self) or expected < self.approximate_threshold:
+            yield
+            return
+        self._held = []
+        try:
+            yield
+        finally:
+            self._put_held()
+            self._held = None
+
+    def _put_held(self) -> None:
+        """Vectors held back by ``filling`` (fewer than the threshold) into the exact index."""
+        if not self._held:
+            return
+        held, self._held = self._held, []
+        with _threads(os.cpu_count() or 1):
+            self._index.add_with_ids(
+                np.vstack([m for m, _ in held]), np.concatenate([n for _, n in held])
+            )
+
     def remove(self, ids: Iterable[str]) -> int:
         """Remove incidents by id; returns how many were present."""
         labels = [self._label_of.pop(i) for i in ids if i in self._label_of]
         if not labels:
             return 0
+        self._put_held()  # a held vector is in no faiss index to remove it from yet
         for label in labels:
             self._id_of[label] = self._domain_of[label] = self._fingerprint_of[label] = None
         selector = faiss.IDSelectorBatch(np.asarray(labels, dtype=np.int64))
@@ -282,6 +325,7 @@ class FaissIncidentIndex:
             raise DependencyError(f"index directory {path}: cannot write: {exc.strerror}") from None
 
     def _write(self, path: Path) -> None:
+        self._put_held()
         labels = list(self._label_of.values())
         meta: dict[str, Any] = {
             "format": _FORMAT,

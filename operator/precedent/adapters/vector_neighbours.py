@@ -247,33 +247,36 @@ class VectorNeighbours:
         counting = self._count(
             history, todo, recount=removed > 0 or any(i.id in self.index for i in todo)
         )
-        embedder = self.embedder
-        for start in range(0, len(todo), self.batch_size):
-            batch = todo[start : start + self.batch_size]
-            # Each incident's text is made once, for its vector, its counts and BM25.
-            texts = [incident_text(incident) for incident in batch]
-            if empty:
-                for incident, text in zip(batch, texts, strict=True):
-                    fingerprints[incident.id] = self._fingerprint(incident, text)
-            if isinstance(embedder, LexicalEmbedder):
-                # The batch's texts are read once for their vectors, counts and BM25 terms.
-                with embedder.remembering():
+        # Into an empty index the IVF index, when the history reaches its size, is built from
+        # the vectors as they come (``filling``), not from an exact index filled first.
+        with self.index.filling(len(todo)):
+            embedder = self.embedder
+            for start in range(0, len(todo), self.batch_size):
+                batch = todo[start : start + self.batch_size]
+                # Each incident's text is made once, for its vector, its counts and BM25.
+                texts = [incident_text(incident) for incident in batch]
+                if empty:
+                    for incident, text in zip(batch, texts, strict=True):
+                        fingerprints[incident.id] = self._fingerprint(incident, text)
+                if isinstance(embedder, LexicalEmbedder):
+                    # The batch's texts are read once for their vectors, counts and BM25 terms.
+                    with embedder.remembering():
+                        vectors = embed_incidents(embedder, batch, self.title_weight, texts)
+                        if counting:
+                            for text in texts:
+                                self._add_count_of(text)
+                        self._add_bm25(batch, texts, fingerprints, embedder)
+                else:
                     vectors = embed_incidents(embedder, batch, self.title_weight, texts)
-                    if counting:
-                        for text in texts:
-                            self._add_count_of(text)
-                    self._add_bm25(batch, texts, fingerprints, embedder)
-            else:
-                vectors = embed_incidents(embedder, batch, self.title_weight, texts)
-                self._add_bm25(batch, texts, fingerprints, None)
-            self.index.add(
-                [i.id for i in batch],
-                vectors,
-                domains=[i.domain for i in batch],
-                fingerprints=[fingerprints[i.id] for i in batch],
-            )
-            if progress is not None:
-                progress(len(batch))
+                    self._add_bm25(batch, texts, fingerprints, None)
+                self.index.add(
+                    [i.id for i in batch],
+                    vectors,
+                    domains=[i.domain for i in batch],
+                    fingerprints=[fingerprints[i.id] for i in batch],
+                )
+                if progress is not None:
+                    progress(len(batch))
         if empty:
             self._keep_fingerprints(history.incidents, fingerprints)
         self._sync_bm25(history, fingerprints)
