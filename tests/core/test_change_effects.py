@@ -75,6 +75,26 @@ def test_cleaning_up_data_is_deleting_it(text: str) -> None:
     assert [r.effect for r in read_text(text)] == ["data-delete"]
 
 
+@pytest.mark.parametrize(
+    ("text", "effect"),
+    [
+        ("Decommission the postgres-data volume", "data-delete"),
+        ("Retire the legacy reports database", "data-delete"),
+        ("Erase the disk of the old node", "data-delete"),
+        ("Nuke the staging namespace", "data-delete"),
+        ("Decommission the v1 api service", "object-delete"),
+        ("Retire the old checkout deployment", "object-delete"),
+    ],
+)
+def test_retiring_or_decommissioning_is_deleting(text: str, effect: str) -> None:
+    assert [r.effect for r in read_text(text)] == [effect]
+
+
+@pytest.mark.parametrize("text", ["Retire the feature flag", "Erase the cache entries for user 7"])
+def test_retiring_what_is_neither_data_nor_an_object_deletes_nothing(text: str) -> None:
+    assert read_text(text) == []
+
+
 @pytest.mark.parametrize("text", ["Clean up the logs", "Clean up old pods after the rollout"])
 def test_cleaning_up_without_data_named_is_not_a_data_delete(text: str) -> None:
     assert "data-delete" not in [r.effect for r in read_text(text)]

@@ -159,7 +159,8 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "data-delete",
         re.compile(
-            r"\b(?:delet|remov|drop|destroy|purg|wip|truncat|clean\s*up)\w*\b[^.;\n]{0,50}?"
+            r"\b(?:delet|remov|drop|destroy|purg|wip|truncat|clean\s*up|decommission|retir|eras|"
+            r"nuk)\w*\b[^.;\n]{0,50}?"
             r"\b(?:pvcs?|persistentvolumeclaims?|persistent\s+volumes?|(?:volume\s+)?claims?|"
             r"volumes?|disks?|"
             r"databases?|db|tables?|buckets?|namespaces?|data|snapshots?|backups?)\b",
@@ -169,9 +170,9 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "object-delete",
         re.compile(
-            r"\b(?:delet|destroy|tear\s+down|uninstall)\w*\b"
+            r"\b(?:delet|destroy|tear\s+down|uninstall|decommission|nuk)\w*\b"
             # "remove" deletes when what follows is an object ("remove the label" does not).
-            r"|\b(?:remov|drop|purg|get\s+rid\s+of)\w*\s+(?:(?:the|this|that|these|those|old|"
+            r"|\b(?:remov|drop|purg|retir|get\s+rid\s+of)\w*\s+(?:(?:the|this|that|these|those|old|"
             r"stale|unused|orphaned|legacy|[\w.-]+'s)\s+){0,2}(?:[\w.-]+\s+)?"
             r"(?:deployments?|statefulsets?|daemonsets?|replicasets?|services?|jobs?|cronjobs?|"
             r"configmaps?|secrets?|ingress(?:es)?|objects?|resources?|workloads?|releases?|"
@@ -230,7 +231,8 @@ _PAST_REPORT = re.compile(
 _ASK = re.compile(
     r"^\s*(?:please\s+|we\s+(?:need|want)\s+to\s+|i\s+want\s+to\s+|let'?s\s+|then\s+|and\s+)?"
     r"(?:\w+\s+){0,2}?(?:reduce|decrease|lower|cut|shrink|trim|halve|scale|downscale|increase|"
-    r"raise|add|double|delete|remove|drop|destroy|purge|wipe|truncate|grant|bind|give|drain|"
+    r"raise|add|double|delete|remove|drop|destroy|purge|wipe|truncate|decommission|retire|erase|"
+    r"nuke|grant|bind|give|drain|"
     r"cordon|reboot|replace|recycle|set|change|update|bump|upgrade|switch|open|close|allow|"
     r"block|deny|restart|bounce|roll|tear|uninstall|collect|get|describe|capture)\b",
     _FLAGS,
