@@ -90,7 +90,15 @@ def test_retiring_or_decommissioning_is_deleting(text: str, effect: str) -> None
     assert [r.effect for r in read_text(text)] == [effect]
 
 
-@pytest.mark.parametrize("text", ["Retire the feature flag", "Erase the cache entries for user 7"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Retire the feature flag",
+        "Erase the cache entries for user 7",
+        "Enable erasure coding for the backup bucket",
+        "Plan the retirement of the old database",
+    ],
+)
 def test_retiring_what_is_neither_data_nor_an_object_deletes_nothing(text: str) -> None:
     assert read_text(text) == []
 

@@ -236,10 +236,10 @@ class FaissIncidentIndex:
 
         When they reach the threshold, the vectors added inside are held back and the IVF
         index is built from them as they cross it, without filling the exact index first, then
-        copying every vector out of it and stacking them with the last batch: at 100k
-        incidents that was 1.3 s of the build and two more copies of every vector. The index
-        built is the same (the same vectors, in the same order). Anything else leaves this a
-        no-op; a search inside puts what is held into the exact index first."""
+        copying every vector out of it and stacking them with the last batch (at 100k
+        incidents the in-process build 18.3 → 17.1 s, and two copies of every vector fewer).
+        The index built is the same (the same vectors, in the same order). Anything else
+        leaves this a no-op; a search inside puts what is held into the exact index first."""
         if self._held is not None or len(self) or expected < self.approximate_threshold:
             yield
             return

@@ -159,8 +159,9 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "data-delete",
         re.compile(
-            r"\b(?:delet|remov|drop|destroy|purg|wip|truncat|clean\s*up|decommission|retir|eras|"
-            r"nuk)\w*\b[^.;\n]{0,50}?"
+            r"\b(?:(?:delet|remov|drop|destroy|purg|wip|truncat|clean\s*up|decommission|nuk)\w*"
+            # not "retirement", "erasure coding"
+            r"|(?:retir|eras)(?:e|es|ed|ing))\b[^.;\n]{0,50}?"
             r"\b(?:pvcs?|persistentvolumeclaims?|persistent\s+volumes?|(?:volume\s+)?claims?|"
             r"volumes?|disks?|"
             r"databases?|db|tables?|buckets?|namespaces?|data|snapshots?|backups?)\b",

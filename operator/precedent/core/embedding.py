@@ -692,7 +692,7 @@ _BEYOND = {"B": 1 << 8, "H": 1 << 16, "i": 1 << 31}  # the first value each type
 
 
 def _type_for(types: tuple[str, ...], largest: int, at_least: str | None = None) -> str:
-    """The first of ``types`` (from ``at_least`` on) whose values reach ``largest``."""
+    """The first of ``types`` (from ``at_least`` on) that holds ``largest``."""
     for code in types[types.index(at_least or types[0]) :]:
         if largest < _BEYOND[code]:
             return code
