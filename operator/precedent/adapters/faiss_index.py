@@ -214,10 +214,7 @@ class FaissIncidentIndex:
         if self._held is not None and self._kind == "exact":
             self._held.append((matrix, labels))
             if len(self) >= self.approximate_threshold:
-                held, self._held = self._held, []
-                self._index = self._build_ivf(
-                    np.vstack([m for m, _ in held]), np.concatenate([n for _, n in held])
-                )
+                self._index = self._build_ivf(*self._take_held())
                 self._kind = "approximate"
             return
         if self._kind == "exact" and len(self) >= self.approximate_threshold:
@@ -250,15 +247,18 @@ class FaissIncidentIndex:
             self._put_held()
             self._held = None
 
+    def _take_held(self) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
+        """The vectors and labels held back by ``filling``, in one matrix and one array; the
+        list is emptied (``filling`` goes on holding until it ends)."""
+        held, self._held = self._held or [], []
+        return np.vstack([m for m, _ in held]), np.concatenate([n for _, n in held])
+
     def _put_held(self) -> None:
         """Vectors held back by ``filling`` (fewer than the threshold) into the exact index."""
         if not self._held:
             return
-        held, self._held = self._held, []
         with _threads(os.cpu_count() or 1):
-            self._index.add_with_ids(
-                np.vstack([m for m, _ in held]), np.concatenate([n for _, n in held])
-            )
+            self._index.add_with_ids(*self._take_held())
 
     def remove(self, ids: Iterable[str]) -> int:
         """Remove incidents by id; returns how many were present."""

@@ -705,7 +705,7 @@ def _widened(values: array[int], types: tuple[str, ...], largest: int) -> array[
     code = _type_for(types, largest, values.typecode)
     if code == values.typecode:
         return values
-    return array(code, np.frombuffer(values, dtype=values.typecode).astype(code).tobytes())
+    return array(code, _view(values).astype(code).tobytes())
 
 
 def _view(values: array[int]) -> npt.NDArray[Any]:
