@@ -182,8 +182,13 @@ def test_filling_builds_the_same_ivf_index_without_an_exact_one_first(tmp_path: 
     _in_batches(before, vectors, 256)
     filled = FaissIncidentIndex(32, approximate_threshold=3000, nprobe=16)
     with filled.filling(4000):
-        _in_batches(filled, vectors, 256)
+        _in_batches(filled, vectors[:1536], 256)
+        # Half the threshold's vectors are held: the training has started on its own thread.
+        assert filled._training is not None
+        assert filled.kind == "exact"
+        _in_batches(filled, vectors[1536:], 256, first=1536)
         assert filled.kind == "approximate"
+        assert filled._training is None
     assert before.kind == "approximate"
     # The same index, byte for byte, and the same answers.
     assert faiss.serialize_index(filled._index).tobytes() == (
@@ -193,6 +198,42 @@ def test_filling_builds_the_same_ivf_index_without_an_exact_one_first(tmp_path: 
         assert filled.search(query, 10) == before.search(query, 10)
     filled.save(tmp_path)
     assert len(FaissIncidentIndex.load(tmp_path)) == 4000
+
+
+def test_a_search_inside_a_filling_that_crosses_the_threshold_loses_no_vector() -> None:
+    """A search puts the held vectors into the exact index (after the training started): the
+    IVF index built at the threshold still holds every vector, as one built without a fill."""
+    vectors = _clustered(4000)
+    before = FaissIncidentIndex(32, approximate_threshold=3000, nprobe=16)
+    _in_batches(before, vectors, 256)
+    index = FaissIncidentIndex(32, approximate_threshold=3000, nprobe=16)
+    with index.filling(4000):
+        _in_batches(index, vectors[:1792], 256)
+        assert index._training is not None
+        assert index.search(vectors[7], 1)[0][0] == "i7"
+        _in_batches(index, vectors[1792:], 256, first=1792)
+    assert index.kind == "approximate"
+    assert index._index.ntotal == len(index) == 4000
+    assert faiss.serialize_index(index._index).tobytes() == (
+        faiss.serialize_index(before._index).tobytes()
+    )
+
+
+def test_a_training_that_fails_raises_where_the_index_is_built(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class Untrainable:
+        def train(self, sample: npt.NDArray[np.float32]) -> None:
+            raise RuntimeError("training failed")
+
+    monkeypatch.setattr(FaissIncidentIndex, "_new_ivf", lambda self, nlist: Untrainable())
+    index = FaissIncidentIndex(32, approximate_threshold=3000)
+    vectors = _clustered(3000)
+    with index.filling(3000):
+        _in_batches(index, vectors[:1536], 256)
+        assert index._training is not None
+        with pytest.raises(RuntimeError, match="training failed"):
+            _in_batches(index, vectors[1536:], 256, first=1536)
 
 
 def test_filling_that_falls_short_of_the_threshold_leaves_an_exact_index(tmp_path: Path) -> None:

@@ -9,6 +9,9 @@
   quantisation error, so ``sq8`` lost about a tenth of the true top 10 at 1M in the
   benchmark. IVF, unlike HNSW, supports removing ids, so incremental updates keep working;
   ``nprobe`` trades latency for recall (the benchmark reports recall@10 against exact search).
+- The IVF index's lists and training sample are set by the threshold (``_ivf_plan``): the
+  sample is drawn from the first half of the vectors, so that a build from the history
+  (``filling``) trains on another thread while the second half is still being embedded.
 - ``save(dir)`` writes ``index.faiss`` and ``index.json`` (ids, labels, domains, content
   fingerprints); ``FaissIncidentIndex.load(dir)`` reads them back without re-embedding.
 - A single query runs on one OpenMP thread: one-at-a-time searches were measured about 2×
@@ -22,6 +25,7 @@ import json
 import logging
 import math
 import os
+import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -118,6 +122,8 @@ class FaissIncidentIndex:
         self._next_label = 0
         # Vectors added inside ``filling`` and not yet in any faiss index (see there).
         self._held: list[tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]] | None = None
+        # The IVF index being trained on the first half of what ``filling`` holds (see there).
+        self._training: _Training | None = None
 
     # -- queries ------------------------------------------------------------------------------
 
@@ -214,8 +220,14 @@ class FaissIncidentIndex:
         if self._held is not None and self._kind == "exact":
             self._held.append((matrix, labels))
             if len(self) >= self.approximate_threshold:
-                self._index = self._build_ivf(*self._take_held())
+                self._index = self._ivf_from_held()
                 self._kind = "approximate"
+            elif (
+                self._training is None
+                and 2 * len(self) >= self.approximate_threshold
+                and not self._index.ntotal
+            ):
+                self._start_training()
             return
         if self._kind == "exact" and len(self) >= self.approximate_threshold:
             existing = self._exact_vectors()
@@ -235,8 +247,12 @@ class FaissIncidentIndex:
         index is built from them as they cross it, without filling the exact index first, then
         copying every vector out of it and stacking them with the last batch (at 100k
         incidents the in-process build 18.3 → 17.1 s, and two copies of every vector fewer).
-        The index built is the same (the same vectors, in the same order). Anything else
-        leaves this a no-op; a search inside puts what is held into the exact index first."""
+        Its training starts on another thread as soon as the first half of the threshold's
+        vectors is held (``_ivf_plan`` draws the sample from there; faiss releases the
+        interpreter lock while it trains), so the caller embeds the second half meanwhile.
+        The index built is the same (the same vectors, in the same order, the same sample).
+        Anything else leaves this a no-op; a search inside puts what is held into the exact
+        index first (a training under way is then waited for and not used)."""
         if self._held is not None or len(self) or expected < self.approximate_threshold:
             yield
             return
@@ -246,6 +262,9 @@ class FaissIncidentIndex:
         finally:
             self._put_held()
             self._held = None
+            training, self._training = self._training, None
+            if training is not None:  # the fill fell short: its result is not used
+                training.wait()
 
     def _take_held(self) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
         """The vectors and labels held back by ``filling``, in one matrix and one array; the
@@ -283,11 +302,21 @@ class FaissIncidentIndex:
         labels = faiss.vector_to_array(self._index.id_map).astype(np.int64)
         return vectors, labels
 
-    def _build_ivf(self, vectors: npt.NDArray[np.float32], labels: npt.NDArray[np.int64]) -> Any:
-        n = len(vectors)
-        # nlist ≈ 4·√n as a power of two, with at least 39 points per list for k-means.
-        nlist = 1 << round(math.log2(4 * math.sqrt(n)))
-        nlist = max(1, min(nlist, 65536, 1 << int(math.log2(max(1, n // 39)))))
+    def _ivf_plan(self) -> tuple[int, npt.NDArray[np.int64]]:
+        """The IVF index's number of lists and the positions of its training sample among the
+        vectors in the order they came, both set by the threshold: ``nlist ≈ 4·√threshold``
+        as a power of two, and up to 40 points per list (at least 39) drawn from the first
+        half of the threshold's vectors, where a build from the history (``filling``) has them
+        while it embeds the second half."""
+        threshold = max(1, self.approximate_threshold)
+        basis = (threshold + 1) // 2
+        nlist = 1 << round(math.log2(4 * math.sqrt(threshold)))
+        nlist = max(1, min(nlist, 65536, 1 << int(math.log2(max(1, basis // 39)))))
+        rng = np.random.default_rng(0)
+        positions = np.sort(rng.choice(basis, size=min(basis, nlist * 40), replace=False))
+        return nlist, positions
+
+    def _new_ivf(self, nlist: int) -> Any:
         quantizer = faiss.IndexFlatIP(self._dimension)
         index = faiss.IndexIVFScalarQuantizer(
             quantizer,
@@ -299,12 +328,51 @@ class FaissIncidentIndex:
         # 40 points per list and 10 k-means iterations keep training to minutes at 1M
         # on two cores; more moved recall@10 by less than a point in the benchmark.
         index.cp.niter = 10
-        rng = np.random.default_rng(0)
-        sample = vectors[rng.choice(n, size=min(n, nlist * 40), replace=False)]
-        with _threads(os.cpu_count() or 1):
-            index.train(sample)
-            index.add_with_ids(vectors, labels)
         index.nprobe = self.nprobe
+        return index
+
+    def _build_ivf(self, vectors: npt.NDArray[np.float32], labels: npt.NDArray[np.int64]) -> Any:
+        nlist, positions = self._ivf_plan()
+        index = self._new_ivf(nlist)
+        with _threads(os.cpu_count() or 1):
+            index.train(vectors[positions])
+            index.add_with_ids(vectors, labels)
+        return index
+
+    def _start_training(self) -> None:
+        """Inside ``filling``, once the held vectors hold the training sample: train the IVF
+        index on another thread."""
+        nlist, positions = self._ivf_plan()
+        held = self._held or []
+        if sum(len(m) for m, _ in held) <= positions[-1]:
+            return
+        # The sample's rows, taken from the held batches (``positions`` ascend).
+        sample = np.empty((len(positions), self._dimension), dtype=np.float32)
+        start = 0
+        for matrix, _ in held:
+            end = start + len(matrix)
+            low, high = np.searchsorted(positions, [start, end])
+            sample[low:high] = matrix[positions[low:high] - start]
+            start = end
+        self._training = _Training(self._new_ivf(nlist), sample)
+
+    def _ivf_from_held(self) -> Any:
+        """The IVF index of the vectors held by ``filling`` (and of those a search put into
+        the exact index meanwhile), trained on another thread when it could be."""
+        vectors, labels = self._take_held()
+        training, self._training = self._training, None
+        if self._index.ntotal:  # a search or a removal put held vectors into the exact index
+            if training is not None:
+                training.wait()
+            existing = self._exact_vectors()
+            return self._build_ivf(
+                np.vstack([existing[0], vectors]), np.concatenate([existing[1], labels])
+            )
+        if training is None:
+            return self._build_ivf(vectors, labels)
+        index = training.result()
+        with _threads(os.cpu_count() or 1):
+            index.add_with_ids(vectors, labels)
         return index
 
     def set_nprobe(self, nprobe: int) -> None:
@@ -434,3 +502,34 @@ def _file_digest(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+class _Training:
+    """An IVF index trained on a thread of its own, on one OpenMP thread: the thread that
+    started it goes on embedding on the other core (faiss releases the interpreter lock)."""
+
+    def __init__(self, index: Any, sample: npt.NDArray[np.float32]) -> None:
+        self._index = index
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(
+            target=self._train, args=(sample,), name="precedent-ivf-training", daemon=True
+        )
+        self._thread.start()
+
+    def _train(self, sample: npt.NDArray[np.float32]) -> None:
+        try:
+            with _threads(1):
+                self._index.train(sample)
+        except BaseException as exc:  # raised where the result is taken
+            self._error = exc
+
+    def wait(self) -> None:
+        """Until the training ends (its result unused)."""
+        self._thread.join()
+
+    def result(self) -> Any:
+        """The trained index, once trained; what the training raised, if it did."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._index
