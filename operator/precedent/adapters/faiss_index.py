@@ -249,7 +249,8 @@ class FaissIncidentIndex:
         incidents the in-process build 18.3 → 17.1 s, and two copies of every vector fewer).
         Its training starts on another thread as soon as the first half of the threshold's
         vectors is held (``_ivf_plan`` draws the sample from there; faiss releases the
-        interpreter lock while it trains), so the caller embeds the second half meanwhile.
+        interpreter lock while it trains), which then adds that half, so the caller embeds the
+        second half meanwhile.
         The index built is the same (the same vectors, in the same order, the same sample).
         Anything else leaves this a no-op; a search inside puts what is held into the exact
         index first (a training under way is then waited for and not used)."""
@@ -354,23 +355,26 @@ class FaissIncidentIndex:
             low, high = np.searchsorted(positions, [start, end])
             sample[low:high] = matrix[positions[low:high] - start]
             start = end
-        self._training = _Training(self._new_ivf(nlist), sample)
+        self._training = _Training(self._new_ivf(nlist), sample, list(held))
 
     def _ivf_from_held(self) -> Any:
         """The IVF index of the vectors held by ``filling`` (and of those a search put into
         the exact index meanwhile), trained on another thread when it could be."""
-        vectors, labels = self._take_held()
         training, self._training = self._training, None
         if self._index.ntotal:  # a search or a removal put held vectors into the exact index
             if training is not None:
                 training.wait()
+            vectors, labels = self._take_held()
             existing = self._exact_vectors()
             return self._build_ivf(
                 np.vstack([existing[0], vectors]), np.concatenate([existing[1], labels])
             )
         if training is None:
-            return self._build_ivf(vectors, labels)
+            return self._build_ivf(*self._take_held())
         index = training.result()
+        # The batches held when the training started are in it already.
+        self._held = (self._held or [])[training.added :]
+        vectors, labels = self._take_held()
         with _threads(os.cpu_count() or 1):
             index.add_with_ids(vectors, labels)
         return index
@@ -505,21 +509,35 @@ def _file_digest(path: Path) -> str:
 
 
 class _Training:
-    """An IVF index trained on a thread of its own, on one OpenMP thread: the thread that
-    started it goes on embedding on the other core (faiss releases the interpreter lock)."""
+    """An IVF index trained on a thread of its own, on one OpenMP thread, which then adds the
+    batches held when it started: the thread that started it goes on embedding on the other
+    core (faiss releases the interpreter lock)."""
 
-    def __init__(self, index: Any, sample: npt.NDArray[np.float32]) -> None:
+    def __init__(
+        self,
+        index: Any,
+        sample: npt.NDArray[np.float32],
+        batches: list[tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]],
+    ) -> None:
         self._index = index
         self._error: BaseException | None = None
+        self._sample: npt.NDArray[np.float32] | None = sample  # freed once trained
+        self._batches = batches
+        self.added = len(batches)
+        """How many of the held batches (the first ones) the index gets here."""
         self._thread = threading.Thread(
-            target=self._train, args=(sample,), name="precedent-ivf-training", daemon=True
+            target=self._train, name="precedent-ivf-training", daemon=True
         )
         self._thread.start()
 
-    def _train(self, sample: npt.NDArray[np.float32]) -> None:
+    def _train(self) -> None:
         try:
             with _threads(1):
-                self._index.train(sample)
+                self._index.train(self._sample)
+                self._sample = None
+                for vectors, labels in self._batches:
+                    self._index.add_with_ids(vectors, labels)
+                self._batches = []
         except BaseException as exc:  # raised where the result is taken
             self._error = exc
 
@@ -528,7 +546,8 @@ class _Training:
         self._thread.join()
 
     def result(self) -> Any:
-        """The trained index, once trained; what the training raised, if it did."""
+        """The trained index, with the first batches in it; what the thread raised, if it
+        did."""
         self._thread.join()
         if self._error is not None:
             raise self._error
