@@ -27,6 +27,43 @@ def bundled() -> list[Incident]:
     return load_incidents([INCIDENTS])
 
 
+def test_threads_pack_and_read_incidents_at_once(bundled: list[Incident]) -> None:
+    """Each thread packs and unpacks with its own compression contexts: incidents packed and
+    read on four threads at once read back as they were given."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def round_trip(offset: int) -> bool:
+        ok = True
+        for _ in range(20):
+            for plain in bundled[offset:] + bundled[:offset]:
+                packed = plain.packed()
+                ok &= packed.description == plain.description and packed.text() == plain.text()
+        return ok
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(pool.map(round_trip, range(4)))
+
+
+def test_packed_texts_hold_the_memory_of_their_bytes_only(bundled: list[Incident]) -> None:
+    """What packing allocates for the texts is about their compressed size, not the size of
+    the buffer they were compressed into (about the texts' own size)."""
+    import tracemalloc
+
+    from precedent.models import _compressed
+
+    texts = ["\x1f".join(getattr(i, name) for name in PACKED_TEXTS) for i in bundled] * 20
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        blobs = [_compressed(text) for text in texts]
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    compressed = sum(sys.getsizeof(b) for b in blobs)
+    assert sum(map(len, texts)) > 1.5 * compressed  # the texts do compress
+    assert grown < compressed + 16 * len(blobs) + sys.getsizeof(blobs)
+
+
 def test_a_packed_incident_is_the_incident_it_was_made_from(bundled: list[Incident]) -> None:
     for plain in bundled:
         packed = plain.packed()
