@@ -41,7 +41,7 @@ from precedent.adapters.guard_tls import (
     point_configuration,
     shared_ca,
 )
-from precedent.adapters.heap import LoadedIncidents, compacted
+from precedent.adapters.heap import LoadedIncidents, collector_paused, compacted
 from precedent.adapters.kube_api import KubeApi
 from precedent.adapters.live_target import ApiTargets, ManifestTargets
 from precedent.adapters.loader import load_incidents, load_playbooks
@@ -247,6 +247,11 @@ def load_history_files(paths: Sequence[str | Path]) -> list[Incident]:
     Incidents on the same resource share it (``EqualParts``), and each keeps its long texts
     compressed (``Incident.packed``): at 100k incidents from JSON Lines, 350 → 256 MiB.
     """
+    with collector_paused():  # a load makes no reference cycle (collector_paused)
+        return _load_history_files(paths)
+
+
+def _load_history_files(paths: Sequence[str | Path]) -> list[Incident]:
     if len(paths) == 1 and str(paths[0]).endswith(".jsonl"):
         return load_incidents_jsonl(paths[0], pack=True)
 

@@ -21,6 +21,7 @@ from precedent.adapters.heap import (
     COLLECTOR_THRESHOLDS,
     EqualParts,
     LoadedIncidents,
+    collector_paused,
     compacted,
     freeze_startup_heap,
     limit_arenas,
@@ -28,6 +29,7 @@ from precedent.adapters.heap import (
     small_tls_buffers,
 )
 from precedent.adapters.loader import load_incidents, load_requests
+from precedent.errors import InputError
 from precedent.models import Incident
 from precedent.settings import Settings
 from precedent.wiring import build_service, load_history_files
@@ -53,6 +55,40 @@ def test_a_compacted_history_equals_the_parsed_one() -> None:
 
 def test_the_loaded_history_is_the_files_history() -> None:
     assert load_history_files([DATA]) == load_incidents([DATA])
+
+
+def test_a_history_loads_with_the_collector_paused_and_on_again_after(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import precedent.wiring as wiring
+
+    seen: list[bool] = []
+    load = wiring.load_incidents_jsonl
+
+    def watched(path: Path, *, pack: bool = False) -> list[Incident]:
+        seen.append(gc.isenabled())
+        return load(path, pack=pack)
+
+    monkeypatch.setattr(wiring, "load_incidents_jsonl", watched)
+    good = tmp_path / "history.jsonl"
+    good.write_text(json.dumps({"id": "INC-1", "title": "a title"}) + "\n")
+    assert [i.id for i in load_history_files([good])] == ["INC-1"]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{not json\n")
+    with pytest.raises(InputError, match=r"bad\.jsonl:1"):
+        load_history_files([bad])
+    assert seen == [False, False]
+    assert gc.isenabled()
+
+
+def test_the_collector_stays_off_after_a_pause_when_it_was_off() -> None:
+    gc.disable()
+    try:
+        with collector_paused():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 def test_the_heap_calls_say_whether_they_ran(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -24,13 +24,14 @@ connections, 43 MiB, after 3,000 requests. ``small_tls_buffers`` makes the buffe
 from __future__ import annotations
 
 import asyncio.sslproto
+import contextlib
 import ctypes
 import ctypes.util
 import functools
 import gc
 import os
 import pickle
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TypeVar
 
 from precedent.models import Incident
@@ -39,6 +40,7 @@ __all__ = [
     "EqualParts",
     "FieldSets",
     "LoadedIncidents",
+    "collector_paused",
     "compacted",
     "freeze_startup_heap",
     "limit_arenas",
@@ -136,6 +138,27 @@ def freeze_startup_heap() -> int:
     gc.freeze()
     gc.set_threshold(*COLLECTOR_THRESHOLDS)
     return gc.get_freeze_count()
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off within the block (back on after it, as it was).
+
+    For loading a history: each full collection walks every object made so far, and a load
+    of 100,000 incidents from JSON Lines set off five of them (0.56 s) and 730 younger ones
+    (0.24 s), while a load makes no reference cycle to collect (parsed rows, models and their
+    compressed texts only refer down). What it throws away is freed by reference counting as
+    ever. Once the block ends, one collection of the two younger generations moves what it
+    made into the oldest, which only full collections walk: left young, the history was walked
+    by every collection of the middle generation while the index was built."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+            gc.collect(1)
 
 
 def compacted(make: Callable[[], T]) -> T:
