@@ -32,7 +32,7 @@ about a millisecond.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from precedent.core.carried import carried_column
+from precedent.core.carried import carried_columns
 from precedent.core.normalize import ACTION_KEYWORDS, ProposedAction, canonical_resource_type
 from precedent.models import Incident, IncidentOutcome, RiskFactor
 
@@ -243,8 +243,29 @@ class _Codes:
         return self._codes.get(value.strip().lower(), -2)
 
 
+_COLUMNS: tuple[tuple[str, Any], ...] = (
+    ("severity", np.float64),
+    ("tier", np.int8),
+    ("namespace", np.int32),
+    ("cluster", np.int32),
+    ("outcome", np.float64),
+    ("occurred", np.float64),
+    ("known_action", np.bool_),
+)
+"""``IncidentContext``'s per-incident columns carried from the context before, and their
+types."""
+
+
 class IncidentContext:
     """The per-incident numbers the default model needs, computed once per history."""
+
+    severity: FloatArray
+    tier: npt.NDArray[np.int8]
+    namespace: npt.NDArray[np.int32]
+    cluster: npt.NDArray[np.int32]
+    outcome: FloatArray
+    occurred: FloatArray
+    known_action: BoolArray
 
     def __init__(
         self,
@@ -271,25 +292,29 @@ class IncidentContext:
         self._namespaces: _Codes = previous._namespaces.copy() if previous is not None else _Codes()
         self._clusters: _Codes = previous._clusters.copy() if previous is not None else _Codes()
 
-        def column(
-            value: Callable[[Incident], Any], dtype: Any, held: npt.NDArray[Any] | None
-        ) -> npt.NDArray[Any]:
-            return carried_column(incidents, value, dtype, held, source)
+        namespaces, clusters, severity = self._namespaces, self._clusters, weights.severity
 
-        def held(name: str) -> npt.NDArray[Any] | None:
-            return getattr(previous, name) if previous is not None else None
+        def values(i: Incident) -> tuple[Any, ...]:  # in the order of _COLUMNS
+            return (
+                severity[i.severity.value],
+                environment_tier(i.environment),
+                namespaces.code(i.namespace),
+                clusters.code(i.cluster),
+                by_outcome.get(i.outcome, 1.0),
+                _epoch(i.occurred_at) if i.occurred_at else np.nan,
+                i.action in ACTION_KEYWORDS,
+            )
 
-        self.severity: FloatArray = column(
-            lambda i: weights.severity[i.severity.value], np.float64, held("severity")
-        )
-        self.tier = column(lambda i: environment_tier(i.environment), np.int8, held("tier"))
-        self.namespace = column(
-            lambda i: self._namespaces.code(i.namespace), np.int32, held("namespace")
-        )
-        self.cluster = column(lambda i: self._clusters.code(i.cluster), np.int32, held("cluster"))
-        self.outcome: FloatArray = column(
-            lambda i: by_outcome.get(i.outcome, 1.0), np.float64, held("outcome")
-        )
+        held = [getattr(previous, name) if previous is not None else None for name, _ in _COLUMNS]
+        (
+            self.severity,
+            self.tier,
+            self.namespace,
+            self.cluster,
+            self.outcome,
+            self.occurred,
+            self.known_action,
+        ) = carried_columns(incidents, values, [dtype for _, dtype in _COLUMNS], held, source)
         # Recurring: another incident records the same action on the same resource.
         keys = [_recurrence_key(i) for i in incidents]
         counts: dict[tuple[str, str], int] = {}
@@ -301,14 +326,6 @@ class IncidentContext:
         self._counts, self._first = counts, first
         self.recurring: BoolArray = np.array(
             [key is not None and counts[key] > 1 for key in keys], dtype=np.bool_
-        )
-        self.occurred: FloatArray = column(
-            lambda i: _epoch(i.occurred_at) if i.occurred_at else np.nan,
-            np.float64,
-            held("occurred"),
-        )
-        self.known_action: BoolArray = column(
-            lambda i: i.action in ACTION_KEYWORDS, np.bool_, held("known_action")
         )
         self.size = n
         self.ids: tuple[str, ...] = tuple(i.id for i in incidents)
