@@ -81,6 +81,21 @@ def test_a_history_loads_with_the_collector_paused_and_on_again_after(
     assert gc.isenabled()
 
 
+def test_a_json_lines_row_with_keys_an_incident_lacks_loads_without_them(tmp_path: Path) -> None:
+    path = tmp_path / "history.jsonl"
+    rows = [
+        {"id": "INC-1", "title": "a title", "severity": "high", "ticket": "OPS-1", "x": [1]},
+        {"id": "INC-2", "description": "No title. Second sentence.", "rootCause": "a cause"},
+    ]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    loaded = load_history_files([path])
+    assert [(i.id, i.title, i.severity.value) for i in loaded] == [
+        ("INC-1", "a title", "high"),
+        ("INC-2", "No title.", "medium"),
+    ]
+    assert loaded[1].root_cause == "a cause"
+
+
 def test_the_collector_stays_off_after_a_pause_when_it_was_off() -> None:
     gc.disable()
     try:

@@ -96,7 +96,12 @@ def load_incidents_jsonl(path: str | Path, *, pack: bool = False) -> list[Incide
     for number, row in _lines(file):
         if not isinstance(row, dict):
             raise InputError(f"{file}:{number}: expected a JSON object")
-        data = {k: v for k, v in row.items() if k in _INCIDENT_KEYS}
+        # Keys an incident does not have are left out (a row may carry more).
+        data = (
+            row
+            if row.keys() <= _INCIDENT_KEYS
+            else {k: v for k, v in row.items() if k in _INCIDENT_KEYS}
+        )
         if not data.get("title") and isinstance(data.get("description"), str):
             data["title"] = _title_from(data["description"])
         if not data.get("title"):

@@ -34,6 +34,8 @@ import pickle
 from collections.abc import Callable, Iterator
 from typing import TypeVar
 
+from pydantic import BaseModel
+
 from precedent.models import Incident
 
 __all__ = [
@@ -220,8 +222,9 @@ class FieldSets:
         for value in vars(model).values():
             if isinstance(value, list | tuple):
                 for item in value:
-                    self.share(item)
-            else:
+                    if isinstance(item, BaseModel):
+                        self.share(item)
+            elif isinstance(value, BaseModel):
                 self.share(value)
 
 
@@ -250,6 +253,8 @@ class EqualParts:
         if not isinstance(state, dict):
             return
         for name, value in list(state.items()):
+            if not isinstance(value, BaseModel):
+                continue
             fields = getattr(value, "__pydantic_fields_set__", None)
             if not isinstance(fields, set):
                 continue
