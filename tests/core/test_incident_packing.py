@@ -44,6 +44,58 @@ def test_threads_pack_and_read_incidents_at_once(bundled: list[Incident]) -> Non
         assert all(pool.map(round_trip, range(4)))
 
 
+def test_texts_packed_before_and_after_the_dictionary_read_back_alike(
+    bundled: list[Incident], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The process's packing dictionary is made from the first texts packed: those packed
+    before it and those after read back as given, on this thread and on another one whose
+    contexts were made before it; the texts after it take fewer bytes than without it."""
+    import threading
+
+    import zstandard
+
+    from precedent import models
+
+    monkeypatch.setattr(models, "_DICTIONARY", models._Dictionary())
+    monkeypatch.setattr(models, "_CODECS", threading.local())
+    early: list[Incident] = []
+
+    def pack_early() -> None:  # this thread's contexts are made before the dictionary
+        early.append(bundled[-1].packed())
+        assert early[0].description == bundled[-1].description
+
+    other = threading.Thread(target=pack_early)
+    other.start()
+    other.join()
+    assert models._DICTIONARY.made is None
+    packed = [plain.packed() for plain in bundled]
+    made = models._DICTIONARY.made
+    assert made is not None
+    # The first text was packed before the dictionary (it reads without one), the last after.
+    bare = zstandard.ZstdDecompressor()
+    assert bare.decompress(packed[0].__dict__[models.PACKED_KEY])
+    with pytest.raises(zstandard.ZstdError):
+        bare.decompress(packed[-1].__dict__[models.PACKED_KEY])
+    for plain, again in zip(bundled, packed, strict=True):
+        assert again == plain
+        assert again.text() == plain.text()
+    read: list[bool] = []
+
+    def read_all() -> None:  # contexts made before the dictionary, used after it
+        read.append(all(p.text() == q.text() for p, q in zip(packed, bundled, strict=True)))
+        read.append(early[0].description == bundled[-1].description)
+
+    other = threading.Thread(target=read_all)
+    other.start()
+    other.join()
+    assert read == [True, True]
+    later = ["\x1f".join(getattr(i, n) for n in PACKED_TEXTS) for i in bundled[-40:]]
+    plain_zstd = zstandard.ZstdCompressor(level=1)
+    with_dictionary = sum(len(models._compressed(t)) for t in later)
+    without = sum(len(plain_zstd.compress(t.encode())) for t in later)
+    assert with_dictionary < 0.9 * without
+
+
 def test_packed_texts_hold_the_memory_of_their_bytes_only(bundled: list[Incident]) -> None:
     """What packing allocates for the texts is about their compressed size, not the size of
     the buffer they were compressed into (about the texts' own size)."""
