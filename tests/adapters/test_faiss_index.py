@@ -176,10 +176,20 @@ def _in_batches(
         index.add([f"i{first + i}" for i in chunk], vectors[start : chunk.stop])
 
 
+def _unfilled(vectors: npt.NDArray[np.float32]) -> FaissIncidentIndex:
+    """The reference: ``vectors`` added 256 at a time without ``filling`` (threshold 3,000)."""
+    index = FaissIncidentIndex(32, approximate_threshold=3000, nprobe=16)
+    _in_batches(index, vectors, 256)
+    return index
+
+
+def _bytes(index: FaissIncidentIndex) -> bytes:
+    return bytes(faiss.serialize_index(index._index).tobytes())
+
+
 def test_filling_builds_the_same_ivf_index_without_an_exact_one_first(tmp_path: Path) -> None:
     vectors = _clustered(4000)
-    before = FaissIncidentIndex(32, approximate_threshold=3000, nprobe=16)
-    _in_batches(before, vectors, 256)
+    before = _unfilled(vectors)
     filled = FaissIncidentIndex(32, approximate_threshold=3000, nprobe=16)
     with filled.filling(4000):
         _in_batches(filled, vectors[:1536], 256)
@@ -191,9 +201,7 @@ def test_filling_builds_the_same_ivf_index_without_an_exact_one_first(tmp_path: 
         assert filled._training is None
     assert before.kind == "approximate"
     # The same index, byte for byte, and the same answers.
-    assert faiss.serialize_index(filled._index).tobytes() == (
-        faiss.serialize_index(before._index).tobytes()
-    )
+    assert _bytes(filled) == _bytes(before)
     for query in vectors[:20]:
         assert filled.search(query, 10) == before.search(query, 10)
     filled.save(tmp_path)
@@ -204,8 +212,7 @@ def test_a_search_inside_a_filling_that_crosses_the_threshold_loses_no_vector() 
     """A search puts the held vectors into the exact index (after the training started): the
     IVF index built at the threshold still holds every vector, as one built without a fill."""
     vectors = _clustered(4000)
-    before = FaissIncidentIndex(32, approximate_threshold=3000, nprobe=16)
-    _in_batches(before, vectors, 256)
+    before = _unfilled(vectors)
     index = FaissIncidentIndex(32, approximate_threshold=3000, nprobe=16)
     with index.filling(4000):
         _in_batches(index, vectors[:1792], 256)
@@ -214,9 +221,7 @@ def test_a_search_inside_a_filling_that_crosses_the_threshold_loses_no_vector() 
         _in_batches(index, vectors[1792:], 256, first=1792)
     assert index.kind == "approximate"
     assert index._index.ntotal == len(index) == 4000
-    assert faiss.serialize_index(index._index).tobytes() == (
-        faiss.serialize_index(before._index).tobytes()
-    )
+    assert _bytes(index) == _bytes(before)
 
 
 def test_a_training_that_fails_raises_where_the_index_is_built(
