@@ -147,8 +147,8 @@ def collector_paused() -> Iterator[None]:
     """Python's cyclic garbage collector off within the block (back on after it, as it was).
 
     For loading a history: each full collection walks every object made so far, and a load
-    of 100,000 incidents from JSON Lines set off five of them (0.56 s) and 730 younger ones
-    (0.24 s), while a load makes no reference cycle to collect (parsed rows, models and their
+    of 100,000 incidents from JSON Lines set off five of them (0.56 s) and 727 younger ones
+    (0.22 s), while a load makes no reference cycle to collect (parsed rows, models and their
     compressed texts only refer down). What it throws away is freed by reference counting as
     ever. Once the block ends, one collection of the two younger generations moves what it
     made into the oldest, which only full collections walk: left young, the history was walked
