@@ -230,10 +230,7 @@ class FaissIncidentIndex:
                 self._start_training()
             return
         if self._kind == "exact" and len(self) >= self.approximate_threshold:
-            existing = self._exact_vectors()
-            self._index = self._build_ivf(
-                np.vstack([existing[0], matrix]), np.concatenate([existing[1], labels])
-            )
+            self._index = self._ivf_after_exact(matrix, labels)
             self._kind = "approximate"
             return
         with _threads(os.cpu_count() or 1):
@@ -332,6 +329,15 @@ class FaissIncidentIndex:
         index.nprobe = self.nprobe
         return index
 
+    def _ivf_after_exact(
+        self, vectors: npt.NDArray[np.float32], labels: npt.NDArray[np.int64]
+    ) -> Any:
+        """The IVF index of the exact index's vectors followed by ``vectors``."""
+        existing = self._exact_vectors()
+        return self._build_ivf(
+            np.vstack([existing[0], vectors]), np.concatenate([existing[1], labels])
+        )
+
     def _build_ivf(self, vectors: npt.NDArray[np.float32], labels: npt.NDArray[np.int64]) -> Any:
         nlist, positions = self._ivf_plan()
         index = self._new_ivf(nlist)
@@ -364,11 +370,7 @@ class FaissIncidentIndex:
         if self._index.ntotal:  # a search or a removal put held vectors into the exact index
             if training is not None:
                 training.wait()
-            vectors, labels = self._take_held()
-            existing = self._exact_vectors()
-            return self._build_ivf(
-                np.vstack([existing[0], vectors]), np.concatenate([existing[1], labels])
-            )
+            return self._ivf_after_exact(*self._take_held())
         if training is None:
             return self._build_ivf(*self._take_held())
         index = training.result()
