@@ -177,6 +177,18 @@ def test_the_startup_heap_is_frozen_out_of_the_collector() -> None:
         gc.set_threshold(*thresholds)
 
 
+def test_a_start_up_leaves_no_garbage_for_a_full_collection() -> None:
+    # What freeze_startup_heap relies on when it collects only the young generations: a built
+    # service with its index leaves no reference cycle in the oldest one to be frozen with it.
+    gc.collect()
+    settings = Settings(history_path=DATA, catalog=str(REPO / "data" / "playbooks"))
+    service = build_service(settings, require_history=True, follows_cluster=True)
+    service.assessor.scorer.prepare_index()
+    gc.collect(1)
+    assert gc.collect() == 0
+    assert len(service.assessor.scorer.history.snapshot) > 100  # the bundled history
+
+
 def test_a_replaced_history_is_freed_without_the_cyclic_collector() -> None:
     # What freeze_startup_heap relies on: the start-up history, once frozen, is only ever
     # freed by reference counting, so it must hold no reference cycle (with the caches the

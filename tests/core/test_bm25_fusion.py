@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pytest
 
-from precedent.core.embedding import Bm25, Bm25Match
+from precedent.core.embedding import Bm25, Bm25Document, Bm25Match
 from precedent.core.semantic import fuse
 
 DOCS = {
@@ -248,3 +248,59 @@ def test_numbers_and_counts_widen_when_one_does_not_fit_and_score_the_same() -> 
     again = Bm25Match()
     again.restore(small.export())
     assert (again._terms.typecode, again._counts.typecode) == ("H", "B")
+
+
+def _state(match: Bm25Match) -> tuple[object, ...]:
+    return (
+        match._words,
+        match._numbers,
+        (match._terms.typecode, match._terms.tolist()),
+        (match._counts.typecode, match._counts.tolist()),
+        match._starts.tolist(),
+        match._docs,
+        match._lengths.tolist(),
+        match._fingerprints,
+        match._df,
+        match._total,
+        match._dead,
+    )
+
+
+def test_adding_many_at_once_leaves_the_state_of_adding_them_one_by_one() -> None:
+    """``add_many`` against ``add`` in turn: new documents in batches whose numbers and counts
+    widen inside a batch, a batch after the document frequencies are worked out, and batches
+    with a document already here or one twice (which go one by one)."""
+    rng = random.Random(11)
+
+    def text() -> str:
+        return " ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 30)))
+
+    batches: list[list[Bm25Document]] = [
+        [Bm25Document(f"d{i}", text(), f"f{i}") for i in range(40)],
+        [Bm25Document("many", "kafka " * 300 + "broker lag", "fm")],  # counts widen to 16 bits
+        [
+            Bm25Document(f"w{d}", " ".join(f"w{d * 1000 + k}" for k in range(1000)))
+            for d in range(70)
+        ],
+        [],
+        [Bm25Document("d3", text(), "again"), Bm25Document("new", text(), "n")],  # d3 is here
+        [Bm25Document("twice", text()), Bm25Document("twice", text(), "second")],
+        [Bm25Document(f"e{i}", text(), f"g{i}") for i in range(30)],
+    ]
+    one_by_one, at_once = Bm25Match(), Bm25Match()
+    for number, batch in enumerate(batches):
+        if number == 4:  # from here on the document frequencies are kept up to date
+            one_by_one.frequencies()
+            at_once.frequencies()
+        for document in batch:
+            one_by_one.add(document.doc_id, document.text, document.fingerprint)
+        at_once.add_many(batch)
+        assert _state(at_once) == _state(one_by_one)
+    assert at_once._terms.typecode == "i"
+    assert at_once._counts.typecode == "H"
+    ids = ["d0", "d3", "many", "w69", "twice", "e29", "missing"]
+    for query in ("kafka broker", "w69999 kafka", "redis failover lag"):
+        terms = at_once.known_terms(query)
+        assert (
+            at_once.match_terms(terms, ids).tolist() == one_by_one.match_terms(terms, ids).tolist()
+        )

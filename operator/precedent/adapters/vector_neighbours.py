@@ -39,6 +39,7 @@ import numpy.typing as npt
 from precedent.adapters.faiss_index import FaissIncidentIndex
 from precedent.core import semantic
 from precedent.core.embedding import (
+    Bm25Document,
     Bm25Match,
     DocumentFrequencies,
     Frequencies,
@@ -414,9 +415,17 @@ class VectorNeighbours:
     ) -> None:
         if self.fusion_weight <= 0:
             return
-        for incident, text in zip(batch, texts, strict=True):
-            tokens = embedder.tokens(text) if embedder is not None else None
-            self.bm25.add(incident.id, text, fingerprints[incident.id], tokens=tokens)
+        self.bm25.add_many(
+            [
+                Bm25Document(
+                    incident.id,
+                    text,
+                    fingerprints[incident.id],
+                    embedder.tokens(text) if embedder is not None else None,
+                )
+                for incident, text in zip(batch, texts, strict=True)
+            ]
+        )
 
     def _add_count(self, incident: Incident) -> None:
         self._add_count_of(incident_text(incident))
