@@ -822,6 +822,16 @@ class OperatorRuntimeSettings(_Group):
         description="How often the operator lists Incidents and Playbooks and makes its history "
         "and catalog equal the list (deletions a watch never delivered included); 0: never.",
     )
+    target_reuse_seconds: float = _flat(
+        "target_reuse_seconds",
+        1.0,
+        ge=0,
+        le=60,
+        description="How long one read of a request's live target (and of its HPAs and PDBs) "
+        "answers the other requests about the same target; requests asking while it is under "
+        "way wait for it. An answer an executor asked for because the target moved reads it "
+        "again. 0: every request reads it.",
+    )
     peering_priority: int | None = _flat(
         "peering_priority",
         None,

@@ -601,7 +601,8 @@ class OperatorRuntime:
 def build_runtime(settings: Settings, api: KubeApi, *, event_posts: int) -> OperatorRuntime:
     """The operator's runtime: the engine that follows the cluster, writing through ``api``,
     with approvals, the decision recorder and the Event poster (``event_posts`` at once)."""
-    engine = build_service(settings, follows_cluster=True, cluster=api, targets=ApiTargets(api))
+    targets = ApiTargets(api, reuse_seconds=settings.operator.target_reuse_seconds)
+    engine = build_service(settings, follows_cluster=True, cluster=api, targets=targets)
     assert engine.outcomes is not None  # follows_cluster builds the outcome handling
     signer = engine.assessor.signer
     return OperatorRuntime(

@@ -176,9 +176,16 @@ class TargetReader(Protocol):
     """Reads a request's target as it is now (the API server, or manifests given to the CLI)."""
 
     async def read(
-        self, kind: str, name: str, namespace: str | None, api_version: str | None
+        self,
+        kind: str,
+        name: str,
+        namespace: str | None,
+        api_version: str | None,
+        *,
+        fresh: bool = False,
     ) -> LiveTarget | None:
         """The target, with what sizes a change to it (``exists=False`` when it is not
         there); None when it cannot be read (a kind this reader does not know, no permission,
-        the server down): the answer then reads every unknown the riskier way."""
+        the server down): the answer then reads every unknown the riskier way. ``fresh``:
+        read as it is now, not as a read made for an earlier request found it."""
         ...

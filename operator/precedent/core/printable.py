@@ -10,6 +10,7 @@ escapes such as ``\\x1b`` and ``\\n``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,6 +29,11 @@ def _escape(char: str) -> str:
     return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
+# C0, DEL and C1, and the Unicode controls above: one search of the text (a status's texts
+# run through here with every answer; a test keeps this equal to the code points listed).
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f" + "".join(sorted(_UNICODE_CONTROLS)) + "]")
+
+
 def _unsafe(char: str) -> bool:
     code = ord(char)
     return code < 0x20 or 0x7F <= code <= 0x9F or char in _UNICODE_CONTROLS
@@ -35,9 +41,9 @@ def _unsafe(char: str) -> bool:
 
 def printable(text: str) -> str:
     """``text`` with every control character escaped (a fast path when there is none)."""
-    if not any(_unsafe(c) for c in text):
+    if _UNSAFE.search(text) is None:
         return text
-    return "".join(_escape(c) if _unsafe(c) else c for c in text)
+    return _UNSAFE.sub(lambda found: _escape(found.group()), text)
 
 
 def printable_tree(value: Any) -> Any:

@@ -824,6 +824,7 @@ class Assessor:
         *,
         now: datetime | None = None,
         namespace: str | None = None,
+        fresh_target: bool = False,
     ) -> Assessment:
         """Assess one request: InputError for a bad spec, DependencyError when one is down.
 
@@ -831,7 +832,8 @@ class Assessor:
         incidents; without it none applies, so the answer depends only on the spec and the
         history snapshot. ``namespace`` (the request's own) is the environment's fallback when
         the target names none, and the queue it waits in for the scoring thread: each namespace
-        gets its turn, however many requests another one holds.
+        gets its turn, however many requests another one holds. ``fresh_target``: the target
+        is read as it is now, not as a read made for an earlier request found it.
         """
         request = self.normalise(spec, namespace)
         decision = None
@@ -839,16 +841,17 @@ class Assessor:
             decision = (await self.selector.select_query(request.query)).decision
         # Asked in the event loop, within its deadline, before the scoring thread runs.
         recall = await self.memory.recall(request.action, now=now) if self.memory else None
-        target = await self.read_target(request.spec, namespace)
+        target = await self.read_target(request.spec, namespace, fresh=fresh_target)
         return await self._queue.run(
             namespace or "",
             partial(self.assess_normalised, request, decision, now, recall, target),
         )
 
     async def read_target(
-        self, spec: RemediationRequestSpec, namespace: str | None
+        self, spec: RemediationRequestSpec, namespace: str | None, *, fresh: bool = False
     ) -> LiveTarget | None:
-        """The live target when it can change the answer (core.readings.needs_target)."""
+        """The live target when it can change the answer (core.readings.needs_target);
+        ``fresh``: as it is now (:meth:`TargetReader.read`)."""
         if self.targets is None or not needs_target(spec, self.policy.registry):
             return None
         where = spec.target.namespace or (
@@ -857,7 +860,7 @@ class Assessor:
             else None
         )
         return await self.targets.read(
-            spec.target.kind, spec.target.name, where, spec.target.api_version
+            spec.target.kind, spec.target.name, where, spec.target.api_version, fresh=fresh
         )
 
     async def assess_many(
@@ -915,7 +918,11 @@ class Assessor:
         is the ``precedent.dev/reassess`` annotation this answer takes into account.
         """
         try:
-            assessment = await self.assess(spec, now=anchor or now, namespace=namespace)
+            # An executor found the target moved since an answer (``asked``): this one reads
+            # it as it is now.
+            assessment = await self.assess(
+                spec, now=anchor or now, namespace=namespace, fresh_target=asked is not None
+            )
         except InputError as exc:
             return StatusUpdate.invalid(str(exc), generation=generation, previous=previous, now=now)
         except DependencyError as exc:
