@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 
 import httpx
+import numpy as np
 
 from tests.bench.bench_operator import (
     GROUP_PATH,
@@ -187,22 +188,52 @@ def start_once(
             stop(operator, timeout=30)
 
 
-def build_index(size: int) -> None:
-    """In this (child) process: sync an index over ``size`` synthetic incidents; print JSON."""
+def build_index(size: int, *, recall: bool = False) -> None:
+    """In this (child) process: sync an index over ``size`` synthetic incidents; print JSON.
+
+    With ``recall``, the vectors added are kept as well (so the time and the peak are not
+    this build's) and recall@10 of the built index is measured against an exact search over
+    them: 300 queries, each a history incident's own text."""
     import resource
 
     from precedent.adapters.vector_neighbours import VectorNeighbours
     from precedent.core.embedding import LexicalEmbedder
+    from precedent.core.semantic import incident_text
     from precedent.core.snapshot import History
     from tests.bench.synthetic import incidents
 
     history = History(incidents(size, seed=11))
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    neighbours = VectorNeighbours(LexicalEmbedder())
+    kept: list[tuple[list[str], np.ndarray]] = []
+    if recall:
+        add = neighbours.index.add
+
+        def keeping(ids: list[str], vectors: np.ndarray, **kwargs: object) -> None:
+            kept.append((list(ids), np.array(vectors, dtype=np.float32)))
+            add(ids, vectors, **kwargs)  # type: ignore[arg-type]
+
+        neighbours.index.add = keeping  # type: ignore[method-assign]
     started = time.perf_counter()
-    VectorNeighbours(LexicalEmbedder()).sync(history)
+    neighbours.sync(history)
     seconds = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(json.dumps({"seconds": seconds, "peak_mib": peak, "history_mib": before}))
+    found: dict[str, float] = {"seconds": seconds, "peak_mib": peak, "history_mib": before}
+    if recall:
+        ids = [i for chunk, _ in kept for i in chunk]
+        vectors = np.concatenate([v for _, v in kept])
+        picked = np.random.default_rng(7).choice(len(history), 300, replace=False)
+        queries = neighbours.embedder.embed_documents(
+            [incident_text(history.incidents[int(p)]) for p in picked]
+        )
+        hits = []
+        for query in queries:
+            truth = {ids[int(j)] for j in np.argpartition(-(vectors @ query), 10)[:10]}
+            got = {i for i, _ in neighbours.index.search(query, 10)}
+            hits.append(len(truth & got) / 10)
+        found["recall_at_10"] = float(np.mean(hits))
+        found["kind"] = neighbours.index.kind  # type: ignore[assignment]
+    print(json.dumps(found))
 
 
 def _row(label: str, values: list[tuple[float, float, float, float]]) -> str:
@@ -277,10 +308,23 @@ def main() -> None:
             f"index build at {size:,} synthetic incidents: {found['seconds']:.0f} s, peak RSS "
             f"{found['peak_mib']:.0f} MiB ({found['history_mib']:.0f} MiB with the history alone)"
         )
+        done = subprocess.run(
+            [sys.executable, "-m", "tests.bench.bench_startup", "--build", str(size), "--recall"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        found = json.loads(done.stdout.strip().splitlines()[-1])
+        print(
+            f"the same build again, its vectors kept: recall@10 {found['recall_at_10']:.3f} "
+            f"({found['kind']} index; 300 queries, each a history incident's text, against an "
+            "exact search over the vectors added)"
+        )
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--build":
-        build_index(int(sys.argv[2]))
+    if len(sys.argv) in (3, 4) and sys.argv[1] == "--build":
+        build_index(int(sys.argv[2]), recall=sys.argv[3:] == ["--recall"])
     else:
         main()
