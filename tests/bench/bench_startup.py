@@ -35,6 +35,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import numpy as np
@@ -204,7 +205,8 @@ def build_index(size: int, *, recall: bool = False) -> None:
 
     history = History(incidents(size, seed=11))
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    neighbours = VectorNeighbours(LexicalEmbedder())
+    embedder = LexicalEmbedder()
+    neighbours = VectorNeighbours(embedder)
     kept: list[tuple[list[str], np.ndarray]] = []
     if recall:
         add = neighbours.index.add
@@ -213,7 +215,7 @@ def build_index(size: int, *, recall: bool = False) -> None:
             kept.append((list(ids), np.array(vectors, dtype=np.float32)))
             add(ids, vectors, **kwargs)  # type: ignore[arg-type]
 
-        neighbours.index.add = keeping  # type: ignore[method-assign]
+        neighbours.index.add = keeping  # type: ignore[method-assign,assignment]
     started = time.perf_counter()
     neighbours.sync(history)
     seconds = time.perf_counter() - started
@@ -223,7 +225,7 @@ def build_index(size: int, *, recall: bool = False) -> None:
         ids = [i for chunk, _ in kept for i in chunk]
         vectors = np.concatenate([v for _, v in kept])
         picked = np.random.default_rng(7).choice(len(history), 300, replace=False)
-        queries = neighbours.embedder.embed_documents(
+        queries = embedder.embed_documents(
             [incident_text(history.incidents[int(p)]) for p in picked]
         )
         hits = []
@@ -296,31 +298,30 @@ def main() -> None:
                 print(_row(f"{size:,} {form} warm, {server}", warm), flush=True)
     if os.environ.get("PRECEDENT_BENCH_1M") == "1":
         size = 1_000_000
-        done = subprocess.run(
-            [sys.executable, "-m", "tests.bench.bench_startup", "--build", str(size)],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        found = json.loads(done.stdout.strip().splitlines()[-1])
+        found = _built_in_child(size)
         print(
             f"index build at {size:,} synthetic incidents: {found['seconds']:.0f} s, peak RSS "
             f"{found['peak_mib']:.0f} MiB ({found['history_mib']:.0f} MiB with the history alone)"
         )
-        done = subprocess.run(
-            [sys.executable, "-m", "tests.bench.bench_startup", "--build", str(size), "--recall"],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        found = json.loads(done.stdout.strip().splitlines()[-1])
+        found = _built_in_child(size, "--recall")
         print(
             f"the same build again, its vectors kept: recall@10 {found['recall_at_10']:.3f} "
             f"({found['kind']} index; 300 queries, each a history incident's text, against an "
             "exact search over the vectors added)"
         )
+
+
+def _built_in_child(size: int, *flags: str) -> dict[str, Any]:
+    """``build_index`` in a process of its own (its peak RSS is the build's): what it printed."""
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.bench.bench_startup", "--build", str(size), *flags],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    found: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return found
 
 
 if __name__ == "__main__":
