@@ -385,11 +385,18 @@ class VectorNeighbours:
             return
         for gone in [i for i in self.bm25.ids() if i not in fingerprints]:
             self.bm25.remove(gone)
-        for incident in history.incidents:
-            # The same fingerprint as the vector's: only new or changed incidents are counted.
-            fingerprint = fingerprints[incident.id]
-            if self.bm25.fingerprint(incident.id) != fingerprint:
-                self.bm25.add(incident.id, incident_text(incident), fingerprint)
+        # The same fingerprint as the vector's: only new or changed incidents are counted, a
+        # changed one's old row removed first, so that each batch holds new documents only.
+        todo = [i for i in history.incidents if self.bm25.fingerprint(i.id) != fingerprints[i.id]]
+        for incident in todo:
+            self.bm25.remove(incident.id)
+        for start in range(0, len(todo), self.batch_size):
+            self.bm25.add_many(
+                [
+                    Bm25Document(i.id, incident_text(i), fingerprints[i.id])
+                    for i in todo[start : start + self.batch_size]
+                ]
+            )
 
     def _count(self, history: History, todo: list[Incident], *, recount: bool) -> bool:
         """Count every incident not in ``todo`` that is not counted yet; True when the

@@ -869,44 +869,26 @@ class Bm25Match:
         """Add (or replace) one document (``tokens``: its words and concept features, as
         :meth:`LexicalEmbedder.tokens` gives them, when the text was read already)."""
         self.remove(doc_id)
-        terms = self._terms_of(text, tokens)
-        known, words = self._numbers, self._words
-        fresh = [term for term in terms if term not in known]  # numbered as they first occur
-        for term in fresh:
-            known[term] = len(words)
-            words.append(sys.intern(term))
-        numbers = np.fromiter(map(known.__getitem__, terms), dtype=np.int32, count=len(terms))
-        counts = np.fromiter(terms.values(), dtype=np.int64, count=len(terms))
-        order = np.argsort(numbers, kind="stable")
-        length = int(counts.sum())
-        row = len(self._starts) - 1
-        numbers, counts = numbers[order], np.minimum(counts[order], _COUNT_MAX)
-        if len(words) > _BEYOND[self._terms.typecode]:  # numbers are below len(words)
-            self._terms = _widened(self._terms, _TERM_TYPES, len(words) - 1)
-        if length >= _BEYOND[self._counts.typecode] and counts.size:  # no count exceeds length
-            self._counts = _widened(self._counts, _COUNT_TYPES, int(counts.max()))
-        self._terms.frombytes(numbers.astype(self._terms.typecode).tobytes())
-        self._counts.frombytes(counts.astype(self._counts.typecode).tobytes())
-        self._starts.append(len(self._terms))
-        self._docs[doc_id] = row
-        self._lengths.append(length)
-        self._fingerprints.append(fingerprint)
-        if self._df is not None:
-            self._df.update(terms.keys())  # each term of the document once
-        self._total += length
+        self._append([Bm25Document(doc_id, text, fingerprint, tokens)])
 
     def add_many(self, documents: Sequence[Bm25Document]) -> None:
-        """:meth:`add` for each document in turn, with the same state: new documents' rows
-        are numbered, sorted and appended in one pass over flat arrays instead of a few array
-        calls each (the bench history's texts, in batches of 256 as an index build adds them:
-        2.8-2.9 s per 100,000 one by one, 2.3-2.6 s this way; counting the terms is most of
-        the rest). A document already here, or twice in ``documents``, goes through ``add``."""
+        """:meth:`add` for each document in turn, with the same state. New documents' rows
+        are appended together (``_append``): at 100,000 incidents, in batches of 256 as an
+        index build adds them, 2.8-2.9 s one by one against 2.3-2.6 s at once (counting the
+        terms is most of the rest). A document already here, or twice in ``documents``, goes
+        through ``add``."""
         ids = [document.doc_id for document in documents]
-        if not ids:
-            return
         if len(set(ids)) < len(ids) or any(doc_id in self._docs for doc_id in ids):
             for document in documents:
                 self.add(*document[:3], tokens=document.tokens)
+            return
+        self._append(documents)
+
+    def _append(self, documents: Sequence[Bm25Document]) -> None:
+        """A row for each document, none of them here yet and no id twice: their terms
+        numbered (new terms in the order they first occur), sorted within each row and
+        appended in one pass over flat arrays, widened first when a number or count needs it."""
+        if not documents:
             return
         known, words = self._numbers, self._words
         numbers: list[int] = []
@@ -939,7 +921,9 @@ class Bm25Match:
         self._counts.frombytes(flat_counts.astype(self._counts.typecode).tobytes())
         first = len(self._starts) - 1
         self._starts.extend((np.cumsum(sizes, dtype=np.int64) + self._starts[-1]).tolist())
-        self._docs.update(zip(ids, range(first, first + len(ids)), strict=True))
+        self._docs.update(
+            zip((d.doc_id for d in documents), range(first, first + len(documents)), strict=True)
+        )
         self._lengths.extend(lengths)
         self._fingerprints.extend(document.fingerprint for document in documents)
         if self._df is not None:
