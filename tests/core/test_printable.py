@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from precedent.core.printable import _escape, _unsafe, printable, printable_tree
+from precedent.core.printable import _UNICODE_CONTROLS, _escape, printable, printable_tree
+
+
+def _unsafe(char: str) -> bool:
+    """The control characters, as the module's docstring lists them."""
+    code = ord(char)
+    return code < 0x20 or 0x7F <= code <= 0x9F or char in _UNICODE_CONTROLS
 
 
 def test_exactly_the_control_characters_are_escaped() -> None:

@@ -29,14 +29,10 @@ def _escape(char: str) -> str:
     return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
 
 
-# C0, DEL and C1, and the Unicode controls above: one search of the text (a status's texts
-# run through here with every answer; a test keeps this equal to the code points listed).
+# C0 (below U+0020), DEL and C1 (U+007F-U+009F), and the Unicode controls above: one search
+# of the text (a status's texts run through here with every answer; tests/core/test_printable.py
+# checks it against those ranges code point by code point).
 _UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f" + "".join(sorted(_UNICODE_CONTROLS)) + "]")
-
-
-def _unsafe(char: str) -> bool:
-    code = ord(char)
-    return code < 0x20 or 0x7F <= code <= 0x9F or char in _UNICODE_CONTROLS
 
 
 def printable(text: str) -> str:
