@@ -22,9 +22,13 @@ class Featurizer:
     def tables(self) -> tuple[int, int]:
         """The words whose n-grams are kept numbered, and the n-grams numbered."""
     def features(
-        self, every: list[str], concepts: list[str]
-    ) -> tuple[bytes, bytes, bytes, bytes]:
-        """``(word_hashes, word_counts, char_hashes, char_counts)``: native int64 bytes."""
+        self, words: list[str], concepts: list[str]
+    ) -> tuple[bytes, tuple[int, int, int]]:
+        """For a text's words without stopwords (``words``' second list) and its concept
+        features: ``word_hashes``, ``word_counts``, ``char_hashes`` and ``char_counts`` in one
+        bytes object of native int64 values, and the lengths of the first three."""
+    def words(self, text: str) -> tuple[list[str], list[str]]:
+        """``re.findall("[a-z0-9]+", text.lower())``, and the same words without stopwords."""
 
 def load_yaml(
     text: str,

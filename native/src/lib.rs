@@ -2,13 +2,15 @@
 //! (`precedent.core.embedding.LexicalEmbedder`), computed exactly as its Python code computes
 //! them, so that a vector does not depend on which one ran.
 //!
-//! A text's features, from its lower-case words (`[a-z0-9]+`, stopwords kept) and its concept
-//! features (`~name`, computed in Python by the vocabulary):
+//! A text's words: the runs of `[a-z0-9]` of its lower case, as `str.lower` makes it, with and
+//! without stopwords (`Featurizer.words`). Its features, from its words without stopwords and
+//! its concept features (`~name`, computed in Python by the vocabulary from the words):
 //! - word features: the words without stopwords, then their bigrams (`"a b"`), then the
 //!   concepts; each distinct feature once, in first-occurrence order, with its count;
 //! - character n-grams of each word (stopwords out) padded as `<word>`, by length from `low`
 //!   to `high`, then by position; each distinct n-gram once, in first-occurrence order over
 //!   the words, with its count.
+//!
 //! A feature's hash is the crc32 of its UTF-8 bytes.
 //!
 //! And reading YAML over the events of unsafe-libyaml (a translation of the libyaml PyYAML
@@ -298,29 +300,61 @@ impl Featurizer {
         (guard.words.len(), guard.hashes.len())
     }
 
-    /// `(word_hashes, word_counts, char_hashes, char_counts)`, each the bytes of native int64
-    /// values, for a text whose lower-case words are `every` and whose concept features are
-    /// `concepts`.
+    /// The features of a text whose lower-case words without stopwords are `words` (the
+    /// second list `words` gives) and whose concept features are `concepts`: `word_hashes`,
+    /// `word_counts`, `char_hashes` and `char_counts` one after the other in one bytes object
+    /// of native int64 values, and the lengths of the first three.
     fn features<'py>(
         &self,
         py: Python<'py>,
-        every: &Bound<'py, PyList>,
+        words: &Bound<'py, PyList>,
         concepts: &Bound<'py, PyList>,
-    ) -> PyResult<(
-        Bound<'py, PyBytes>,
-        Bound<'py, PyBytes>,
-        Bound<'py, PyBytes>,
-        Bound<'py, PyBytes>,
-    )> {
-        let every = strings(every)?;
+    ) -> PyResult<(Bound<'py, PyBytes>, (usize, usize, usize))> {
+        let kept = strings(words)?;
+        let words: Vec<&str> = kept.iter().map(|w| w.to_str()).collect::<PyResult<_>>()?;
+        let (word_hashes, word_counts, gram_hashes, gram_counts) =
+            self.computed(&words, concepts)?;
+        let sizes = (word_hashes.len(), word_counts.len(), gram_hashes.len());
+        let mut all = word_hashes;
+        all.extend(word_counts);
+        all.extend(gram_hashes);
+        all.extend(gram_counts);
+        Ok((as_bytes(py, &all), sizes))
+    }
+
+    /// A text's lower-case words as `re.findall("[a-z0-9]+", text.lower())` finds them, and
+    /// the same words without stopwords (the same string objects).
+    fn words<'py>(
+        &self,
+        py: Python<'py>,
+        text: &str,
+    ) -> PyResult<(Bound<'py, PyList>, Bound<'py, PyList>)> {
+        let mut buffer = String::with_capacity(text.len());
+        let mut spans: Vec<(usize, usize)> = Vec::new();
+        lower_words(text, &mut buffer, &mut spans);
+        let every: Vec<Bound<'py, PyString>> = spans
+            .iter()
+            .map(|&(start, end)| PyString::new(py, &buffer[start..end]))
+            .collect();
+        let kept: Vec<&Bound<'py, PyString>> = every
+            .iter()
+            .zip(&spans)
+            .filter(|(_, &(start, end))| !self.stopwords.contains(&buffer[start..end]))
+            .map(|(word, _)| word)
+            .collect();
+        Ok((PyList::new(py, &every)?, PyList::new(py, kept)?))
+    }
+}
+
+impl Featurizer {
+    /// The four arrays of `features`.
+    #[allow(clippy::type_complexity)]
+    fn computed(
+        &self,
+        words: &[&str],
+        concepts: &Bound<'_, PyList>,
+    ) -> PyResult<(Vec<i64>, Vec<i64>, Vec<i64>, Vec<i64>)> {
         let concepts = strings(concepts)?;
-        let mut words: Vec<&str> = Vec::with_capacity(every.len());
-        for word in &every {
-            let word = word.to_str()?;
-            if !self.stopwords.contains(word) {
-                words.push(word);
-            }
-        }
         let concepts: Vec<&str> = concepts
             .iter()
             .map(|c| c.to_str())
@@ -330,7 +364,7 @@ impl Featurizer {
         // starts with `~`, a word holds neither), so each kind is counted on its own and the
         // three run one after the other: the order a single count over all three gives.
         let mut single: Counted<&str> = Counted::new();
-        for word in &words {
+        for word in words {
             single.add(*word, || crc32(&[word.as_bytes()]));
         }
         let mut pairs: Counted<(&str, &str)> = Counted::new();
@@ -351,17 +385,47 @@ impl Featurizer {
         word_counts.extend(pairs.counts);
         word_counts.extend(named.counts);
 
-        let (gram_hashes, gram_counts) = match self.numbered(&words) {
+        let (gram_hashes, gram_counts) = match self.numbered(words) {
             Some(found) => found,
-            None => self.counted(&words),
+            None => self.counted(words),
         };
-        Ok((
-            as_bytes(py, &word_hashes),
-            as_bytes(py, &word_counts),
-            as_bytes(py, &gram_hashes),
-            as_bytes(py, &gram_counts),
-        ))
+        Ok((word_hashes, word_counts, gram_hashes, gram_counts))
     }
+}
+
+/// The words of `text` lower-cased as Python's `str.lower` does, each a run of `[a-z0-9]`,
+/// appended to `buffer`; each word's span in it into `spans`. A character is lower-cased on
+/// its own (`str.lower` looks at the context only for a final capital sigma, which gives no
+/// ASCII either way), and a character whose lower case is several characters (U+0130) gives
+/// each of them in turn.
+fn lower_words(text: &str, buffer: &mut String, spans: &mut Vec<(usize, usize)>) {
+    let mut start: Option<usize> = None;
+    let mut take = |lower: char, buffer: &mut String| {
+        if lower.is_ascii_lowercase() || lower.is_ascii_digit() {
+            if start.is_none() {
+                start = Some(buffer.len());
+            }
+            buffer.push(lower);
+        } else if let Some(at) = start.take() {
+            spans.push((at, buffer.len()));
+        }
+    };
+    if text.is_ascii() {
+        for byte in text.bytes() {
+            take(char::from(byte.to_ascii_lowercase()), buffer);
+        }
+    } else {
+        for c in text.chars() {
+            if c.is_ascii() {
+                take(c.to_ascii_lowercase(), buffer);
+            } else {
+                for lower in c.to_lowercase() {
+                    take(lower, buffer);
+                }
+            }
+        }
+    }
+    take(' ', buffer);
 }
 
 const STR_TAG: &[u8] = b"tag:yaml.org,2002:str";

@@ -29,6 +29,16 @@ def _same(a: object, b: object) -> None:
         if isinstance(left, np.ndarray):
             assert left.dtype == right.dtype == np.int64
             assert left.tolist() == right.tolist()
+        else:  # the words and concepts kept for BM25, or None
+            assert left == right
+
+
+def _arrays(found: tuple[bytes, tuple[int, int, int]]) -> list[list[int]]:
+    """The four arrays of ``Featurizer.features``: word hashes and counts, n-gram hashes and
+    counts."""
+    raw, (a, b, c) = found
+    flat = np.frombuffer(raw, dtype=np.int64).tolist()
+    return [flat[:a], flat[a : a + b], flat[a + b : a + b + c], flat[a + b + c :]]
 
 
 TEXTS = [
@@ -88,13 +98,10 @@ def test_any_words_are_cut_into_characters_not_bytes(words: list[str]) -> None:
 
     from precedent_native import Featurizer
 
-    kept = [w for w in words if w not in STOPWORDS]
-    _, _, hashes, counts = Featurizer(sorted(STOPWORDS), 2, 4, True).features(words, [])
-    expected = _python_reference(kept, 2, 4)
-    assert np.frombuffer(hashes, dtype=np.int64).tolist() == [
-        zlib.crc32(g.encode()) for g, _ in expected
-    ]
-    assert np.frombuffer(counts, dtype=np.int64).tolist() == [c for _, c in expected]
+    _, _, hashes, counts = _arrays(Featurizer(sorted(STOPWORDS), 2, 4, True).features(words, []))
+    expected = _python_reference(words, 2, 4)
+    assert hashes == [zlib.crc32(g.encode()) for g, _ in expected]
+    assert counts == [c for _, c in expected]
 
 
 @settings(max_examples=150, deadline=None)
@@ -114,14 +121,39 @@ def test_the_numbered_n_grams_and_their_fallback_give_the_same_features(
 
     stop = sorted(STOPWORDS)
     small = Featurizer(stop, 2, 4, True, kept_words=kept[0], kept_grams=kept[1])
-    for words in texts:
+    for every in texts:
+        words = [w for w in every if w not in STOPWORDS]
         ours = small.features(words, [])
         assert ours == Featurizer(stop, 2, 4, True).features(words, [])
-        expected = _python_reference([w for w in words if w not in STOPWORDS], 2, 4)
-        assert np.frombuffer(ours[2], dtype=np.int64).tolist() == [
-            zlib.crc32(g.encode()) for g, _ in expected
-        ]
-        assert np.frombuffer(ours[3], dtype=np.int64).tolist() == [c for _, c in expected]
+        expected = _python_reference(words, 2, 4)
+        _, _, hashes, counts = _arrays(ours)
+        assert hashes == [zlib.crc32(g.encode()) for g, _ in expected]
+        assert counts == [c for _, c in expected]
+
+
+def _words(text: str) -> tuple[list[str], list[str]]:
+    every = _WORD.findall(text.lower())
+    return every, [w for w in every if w not in STOPWORDS]
+
+
+def test_the_words_of_every_character_are_those_of_python() -> None:
+    # Each code point between letters and digits, then on its own: the core lower-cases as
+    # str.lower does where it matters (an upper-case ASCII letter, the Kelvin sign, U+0130
+    # whose lower case is "i" and a combining dot), and any other character ends a word.
+    from precedent_native import Featurizer
+
+    featurizer = Featurizer(sorted(STOPWORDS), 4, 6, True)
+    points = [chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000]
+    for text in ("".join(f"k{p}9 " for p in points), " ".join(points)):
+        assert featurizer.words(text) == _words(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from("abAB09 -_.ÄßΣσİıKk\u212a\u0307\n\tthe of"), max_size=200))
+def test_any_text_gives_the_words_python_finds(text: str) -> None:
+    from precedent_native import Featurizer
+
+    assert Featurizer(sorted(STOPWORDS), 4, 6, True).words(text) == _words(text)
 
 
 def test_bad_input_is_refused_with_a_type_error() -> None:

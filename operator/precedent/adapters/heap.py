@@ -160,7 +160,10 @@ def collector_paused() -> Iterator[None]:
     compressed texts only refer down). What it throws away is freed by reference counting as
     ever. Once the block ends, one collection of the two younger generations moves what it
     made into the oldest, which only full collections walk: left young, the history was walked
-    by every collection of the middle generation while the index was built."""
+    by every collection of the middle generation while the index was built. That collection
+    runs even when the collector was already off (a load within the operator's start-up, which
+    keeps it off until the heap is frozen): the start-up's last young collection then walks
+    only what came after the load."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -168,7 +171,7 @@ def collector_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
-            gc.collect(1)
+        gc.collect(1)
 
 
 def compacted(make: Callable[[], T]) -> T:

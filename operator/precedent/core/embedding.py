@@ -421,19 +421,29 @@ class LexicalEmbedder:
         return found
 
     def _compute_features(self, text: str, vocabulary: bool) -> _TextFeatures:
-        """A text's features; its words and concepts kept when the vocabulary is read and the
-        features are being remembered (for ``tokens``)."""
-        every = _WORD.findall(text.lower())
-        found = word_concepts(every) if vocabulary and self._vocabulary else None  # ``concepts``
+        """A text's features; its words and concepts kept when the vocabulary is read (for
+        ``tokens``)."""
         native = self._native
         if native is None:
+            every = _WORD.findall(text.lower())
+            found = word_concepts(every) if vocabulary and self._vocabulary else None
             return self._python_features(every, found)
-        raw = native.features(every, found if found is not None else [])
-        hashes_w, counts_w, hashes_c, counts_c = (np.frombuffer(b, dtype=np.int64) for b in raw)
-        words = None
-        if found is not None and self._memo is not None:
-            words = [w for w in every if w not in STOPWORDS]  # ``tokenize(text)``
-        return _TextFeatures(hashes_w, counts_w, hashes_c, counts_c, words, found)
+        # The core finds the words (``_WORD.findall(text.lower())``) and leaves the stopwords
+        # out (``tokenize(text)``); the concepts are the vocabulary's, found in Python.
+        every, words = native.words(text)
+        found = word_concepts(every) if vocabulary and self._vocabulary else None  # ``concepts``
+        raw, (a, b, c) = native.features(words, found if found is not None else [])
+        flat = np.frombuffer(raw, dtype=np.int64)
+        b += a
+        c += b
+        return _TextFeatures(
+            flat[:a],
+            flat[a:b],
+            flat[b:c],
+            flat[c:],
+            words if found is not None else None,
+            found,
+        )
 
     def _python_features(self, every: list[str], found: list[str] | None) -> _TextFeatures:
         """``_compute_features`` in Python: the word features (words, bigrams, concepts) and
