@@ -15,10 +15,11 @@ status), the seconds until a request created right then is Ready: the history's 
 rebuilt for it (median of the three; measured on the cold starts, RSS read before them; the
 warm starts read the index as the cold start built it, before the changes).
 
-Environment: BENCH_STARTUP_SIZES (default ``10000,100000``), BENCH_STARTUP_ROUNDS (default 3;
-the 100k cold start runs once), BENCH_OPERATOR_SERVERS and BENCH_OPERATOR_ENV (as in
-bench_operator: the operator runs on the image's packages unless ``dev``), PRECEDENT_BENCH_1M=1
-(adds the 1M index build, in a child process: seconds and peak RSS).
+Environment: BENCH_STARTUP_SIZES (default ``10000,100000``), BENCH_STARTUP_ROUNDS (default 3,
+for every size: the medians are of that many starts), BENCH_OPERATOR_SERVERS and
+BENCH_OPERATOR_ENV (as in bench_operator: the operator runs on the image's packages unless
+``dev``), PRECEDENT_BENCH_1M=1 (adds the 1M index build, in a child process: seconds and peak
+RSS).
 """
 
 from __future__ import annotations
@@ -269,7 +270,7 @@ def main() -> None:
             for server in servers:
                 cold: list[tuple[float, float, float, float]] = []
                 warm: list[tuple[float, float, float, float]] = []
-                for i in range(rounds if size <= 10_000 else 1):
+                for i in range(rounds):
                     index_dir = workdir / f"index-{server}-{i}"
                     kept = workdir / f"index-{server}-{i}-as-built"
                     cold.append(
