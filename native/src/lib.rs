@@ -310,15 +310,45 @@ impl Featurizer {
         words: &Bound<'py, PyList>,
         concepts: &Bound<'py, PyList>,
     ) -> PyResult<(Bound<'py, PyBytes>, (usize, usize, usize))> {
-        let kept = strings(words)?;
-        let words: Vec<&str> = kept.iter().map(|w| w.to_str()).collect::<PyResult<_>>()?;
-        let (word_hashes, word_counts, gram_hashes, gram_counts) =
-            self.computed(&words, concepts)?;
-        let sizes = (word_hashes.len(), word_counts.len(), gram_hashes.len());
-        let mut all = word_hashes;
-        all.extend(word_counts);
-        all.extend(gram_hashes);
+        let (words, concepts) = (strings(words)?, strings(concepts)?);
+        let words: Vec<&str> = words.iter().map(|w| w.to_str()).collect::<PyResult<_>>()?;
+        let concepts: Vec<&str> = concepts
+            .iter()
+            .map(|c| c.to_str())
+            .collect::<PyResult<_>>()?;
+
+        // Words, bigrams and concepts never share a key (a bigram holds a space, a concept
+        // starts with `~`, a word holds neither), so each kind is counted on its own and the
+        // three run one after the other: the order a single count over all three gives.
+        let mut single: Counted<&str> = Counted::new();
+        for word in &words {
+            single.add(*word, || crc32(&[word.as_bytes()]));
+        }
+        let mut pairs: Counted<(&str, &str)> = Counted::new();
+        if self.bigrams {
+            for pair in words.windows(2) {
+                let (a, b) = (pair[0], pair[1]);
+                pairs.add((a, b), || crc32(&[a.as_bytes(), b" ", b.as_bytes()]));
+            }
+        }
+        let mut named: Counted<&str> = Counted::new();
+        for concept in &concepts {
+            named.add(*concept, || crc32(&[concept.as_bytes()]));
+        }
+        let (gram_hashes, gram_counts) = match self.numbered(&words) {
+            Some(found) => found,
+            None => self.counted(&words),
+        };
+        let word_features = single.hashes.len() + pairs.hashes.len() + named.hashes.len();
+        let mut all = single.hashes;
+        all.extend(pairs.hashes);
+        all.extend(named.hashes);
+        all.extend(single.counts);
+        all.extend(pairs.counts);
+        all.extend(named.counts);
+        all.extend(&gram_hashes);
         all.extend(gram_counts);
+        let sizes = (word_features, word_features, gram_hashes.len());
         Ok((as_bytes(py, &all), sizes))
     }
 
@@ -343,53 +373,6 @@ impl Featurizer {
             .map(|(word, _)| word)
             .collect();
         Ok((PyList::new(py, &every)?, PyList::new(py, kept)?))
-    }
-}
-
-impl Featurizer {
-    /// The four arrays of `features`.
-    #[allow(clippy::type_complexity)]
-    fn computed(
-        &self,
-        words: &[&str],
-        concepts: &Bound<'_, PyList>,
-    ) -> PyResult<(Vec<i64>, Vec<i64>, Vec<i64>, Vec<i64>)> {
-        let concepts = strings(concepts)?;
-        let concepts: Vec<&str> = concepts
-            .iter()
-            .map(|c| c.to_str())
-            .collect::<PyResult<_>>()?;
-
-        // Words, bigrams and concepts never share a key (a bigram holds a space, a concept
-        // starts with `~`, a word holds neither), so each kind is counted on its own and the
-        // three run one after the other: the order a single count over all three gives.
-        let mut single: Counted<&str> = Counted::new();
-        for word in words {
-            single.add(*word, || crc32(&[word.as_bytes()]));
-        }
-        let mut pairs: Counted<(&str, &str)> = Counted::new();
-        if self.bigrams {
-            for pair in words.windows(2) {
-                let (a, b) = (pair[0], pair[1]);
-                pairs.add((a, b), || crc32(&[a.as_bytes(), b" ", b.as_bytes()]));
-            }
-        }
-        let mut named: Counted<&str> = Counted::new();
-        for concept in &concepts {
-            named.add(*concept, || crc32(&[concept.as_bytes()]));
-        }
-        let mut word_hashes = single.hashes;
-        word_hashes.extend(pairs.hashes);
-        word_hashes.extend(named.hashes);
-        let mut word_counts = single.counts;
-        word_counts.extend(pairs.counts);
-        word_counts.extend(named.counts);
-
-        let (gram_hashes, gram_counts) = match self.numbered(words) {
-            Some(found) => found,
-            None => self.counted(words),
-        };
-        Ok((word_hashes, word_counts, gram_hashes, gram_counts))
     }
 }
 
