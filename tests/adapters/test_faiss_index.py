@@ -9,8 +9,16 @@ import faiss
 import numpy as np
 import numpy.typing as npt
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from precedent.adapters.faiss_index import FaissIncidentIndex
+from precedent.adapters.faiss_index import (
+    TWO_LEVEL_FROM,
+    FaissIncidentIndex,
+    _Training,
+    list_shares,
+    two_level_centroids,
+)
 from precedent.core.embedding import l2_normalize
 from precedent.errors import DependencyError, InputError
 
@@ -208,6 +216,28 @@ def test_filling_builds_the_same_ivf_index_without_an_exact_one_first(tmp_path: 
     assert len(FaissIncidentIndex.load(tmp_path)) == 4000
 
 
+def test_the_batches_after_the_training_started_are_added_on_its_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    added: list[int] = []
+    result = _Training.result
+
+    def counted(self: _Training) -> object:
+        index = result(self)
+        added.append(self.added)
+        return index
+
+    monkeypatch.setattr(_Training, "result", counted)
+    index = FaissIncidentIndex(32, approximate_threshold=3000)
+    with index.filling(4000):
+        _in_batches(index, _clustered(4000), 256)
+    # The training starts at the 6th batch of 256 (1,536 of 3,000) and the 12th crosses the
+    # threshold: the thread added all twelve, none was left for the caller to add.
+    assert added == [12]
+    assert index.kind == "approximate"
+    assert len(index) == index._index.ntotal == 4000
+
+
 def test_a_search_inside_a_filling_that_crosses_the_threshold_loses_no_vector() -> None:
     """A search puts the held vectors into the exact index (after the training started): the
     IVF index built at the threshold still holds every vector, as one built without a fill."""
@@ -228,6 +258,8 @@ def test_a_training_that_fails_raises_where_the_index_is_built(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     class Untrainable:
+        nlist = 1
+
         def train(self, sample: npt.NDArray[np.float32]) -> None:
             raise RuntimeError("training failed")
 
@@ -300,3 +332,73 @@ def test_fp16_codes_keep_near_duplicates_apart() -> None:
     assert FaissIncidentIndex(32).approximate_codes == "fp16"
     with pytest.raises(ValueError, match="approximate_codes"):
         FaissIncidentIndex(32, approximate_codes="pq")  # type: ignore[arg-type]
+
+
+@given(
+    sizes=st.lists(st.integers(min_value=0, max_value=500), min_size=1, max_size=40),
+    fraction=st.floats(min_value=0.0, max_value=1.0),
+)
+def test_list_shares_follow_the_points_and_never_exceed_them(
+    sizes: list[int], fraction: float
+) -> None:
+    points = np.array(sizes, dtype=np.int64)
+    lists = int(points.sum() * fraction)
+    shares = list_shares(points, lists)
+    assert int(shares.sum()) == lists
+    assert (shares >= 0).all()
+    assert (shares <= points).all()
+    if points.sum():
+        exact = points * lists / points.sum()
+        # Never below its proportion rounded down (or its points), and where every group's
+        # proportion rounded up fits in its points, within one of it.
+        assert (shares >= np.minimum(np.floor(exact), points)).all()
+        if (np.ceil(exact) <= points).all():
+            assert (np.abs(shares - exact) < 1).all()
+
+
+def test_list_shares_refuse_more_lists_than_points() -> None:
+    with pytest.raises(ValueError, match="lists"):
+        list_shares(np.array([3, 4]), 8)
+
+
+def test_two_level_centroids_cover_skewed_and_duplicate_points() -> None:
+    rng = np.random.default_rng(5)
+    spread = _vectors(3000, seed=6)
+    # Most of the sample is one point repeated: its group holds more lists than it has
+    # distinct points, and a small group may hold as many lists as points.
+    same = np.repeat(_vectors(1, seed=7), 9000, axis=0)
+    sample = np.ascontiguousarray(np.vstack([spread, same])[rng.permutation(12000)])
+    centroids = two_level_centroids(sample, 256)
+    assert centroids.shape == (256, 32)
+    assert np.isfinite(centroids).all()
+    assert np.allclose(np.linalg.norm(centroids, axis=1), 1.0, atol=1e-5)
+
+
+def test_two_level_training_keeps_the_recall_of_one_k_means_over_every_list() -> None:
+    n = 25_000  # the threshold's first half holds 256 lists' sample: two levels
+    centres = _vectors(300, seed=8)
+    vectors = l2_normalize(
+        (centres[np.random.default_rng(9).integers(0, 300, n)] + 0.6 * _vectors(n)).astype(
+            np.float32
+        )
+    )
+    ids = [f"i{i}" for i in range(n)]
+    exact = FaissIncidentIndex(32, approximate_threshold=n + 1)
+    exact.add(ids, vectors)
+    queries = vectors[:: n // 200][:200]
+    truth = [{i for i, _ in exact.search(q, 10)} for q in queries]
+    recall = {}
+    for coarse in ("two-level", "flat"):
+        index = FaissIncidentIndex(32, approximate_threshold=n, nprobe=2, coarse=coarse)
+        index.add(ids, vectors)
+        assert index.kind == "approximate"
+        assert index._index.nlist >= TWO_LEVEL_FROM
+        found = [{i for i, _ in index.search(q, 10)} for q in queries]
+        recall[coarse] = np.mean([len(f & t) / 10 for f, t in zip(found, truth, strict=True)])
+    # Measured: 0.982 and 0.995; lists placed on 256 sample points drawn at random, 0.753.
+    assert recall["two-level"] >= recall["flat"] - 0.03
+
+
+def test_coarse_training_is_checked() -> None:
+    with pytest.raises(ValueError, match="coarse"):
+        FaissIncidentIndex(32, coarse="three-level")
