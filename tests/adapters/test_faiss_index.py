@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import faiss
@@ -15,7 +16,6 @@ from hypothesis import strategies as st
 from precedent.adapters.faiss_index import (
     TWO_LEVEL_FROM,
     FaissIncidentIndex,
-    _Training,
     list_shares,
     two_level_centroids,
 )
@@ -216,26 +216,24 @@ def test_filling_builds_the_same_ivf_index_without_an_exact_one_first(tmp_path: 
     assert len(FaissIncidentIndex.load(tmp_path)) == 4000
 
 
-def test_the_batches_after_the_training_started_are_added_on_its_thread(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    added: list[int] = []
-    result = _Training.result
-
-    def counted(self: _Training) -> object:
-        index = result(self)
-        added.append(self.added)
-        return index
-
-    monkeypatch.setattr(_Training, "result", counted)
+def test_the_batches_after_the_training_started_are_added_on_its_thread() -> None:
+    vectors = _clustered(4000)
     index = FaissIncidentIndex(32, approximate_threshold=3000)
     with index.filling(4000):
-        _in_batches(index, _clustered(4000), 256)
-    # The training starts at the 6th batch of 256 (1,536 of 3,000) and the 12th crosses the
-    # threshold: the thread added all twelve, none was left for the caller to add.
-    assert added == [12]
-    assert index.kind == "approximate"
+        # The training starts at the 6th batch of 256 (1,536 of 3,000); the 11th stays below
+        # the threshold.
+        _in_batches(index, vectors[:2816], 256)
+        training = index._training
+        assert training is not None
+        deadline = time.monotonic() + 60
+        while training.added < 11:  # each batch fed to the thread is added there
+            assert time.monotonic() < deadline, f"{training.added} of 11 batches added"
+            time.sleep(0.01)
+        _in_batches(index, vectors[2816:], 256, first=2816)
+        assert index.kind == "approximate"
     assert len(index) == index._index.ntotal == 4000
+    for query in vectors[::400]:
+        assert index.search(query, 1)[0][1] > 0.99
 
 
 def test_a_search_inside_a_filling_that_crosses_the_threshold_loses_no_vector() -> None:

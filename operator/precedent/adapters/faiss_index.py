@@ -402,10 +402,10 @@ class FaissIncidentIndex:
             return self._build_ivf(*self._take_held())
         index = training.result()
         # The batches held when the training started, and those fed to it since, are in it.
-        self._held = (self._held or [])[training.added :]
-        if self._held:
-            with _threads(os.cpu_count() or 1):
-                index.add_with_ids(*self._take_held())
+        left, self._held = (self._held or [])[training.added :], []
+        with _threads(os.cpu_count() or 1):
+            for vectors, labels in left:  # batch by batch: no copy of them all at once
+                index.add_with_ids(vectors, labels)
         return index
 
     def set_nprobe(self, nprobe: int) -> None:
@@ -606,7 +606,8 @@ class _Training:
     """An IVF index trained on a thread of its own, on one OpenMP thread, which then adds the
     batches held when it started and each batch given to it after (``feed``) as it comes:
     the thread that started it goes on embedding on the other core (faiss releases the
-    interpreter lock), and little is left to add once the last batch is embedded."""
+    interpreter lock), and little is left to add once the last batch is embedded. What is
+    left when the result is taken is not added here: the caller adds it on every core."""
 
     def __init__(
         self,
@@ -624,6 +625,7 @@ class _Training:
             self._batches.put(batch)
         self.added = 0
         """How many batches (the first ones given) the index got; read once it ended."""
+        self._taken = threading.Event()  # the result is wanted: the caller adds the rest
         self._thread = threading.Thread(
             target=self._train, name="precedent-ivf-training", daemon=True
         )
@@ -640,18 +642,20 @@ class _Training:
                 if sample is not None:
                     self._train_on(self._index, sample)
                 del sample  # freed before the adds
-                while (batch := self._batches.get()) is not None:
+                while (batch := self._batches.get()) is not None and not self._taken.is_set():
                     self._index.add_with_ids(*batch)
                     self.added += 1
         except BaseException as exc:  # raised where the result is taken
             self._error = exc
 
     def _end(self) -> None:
-        self._batches.put(None)  # after the batches given: they are added first
+        # The batches not yet added are left to the caller, who adds them on every core.
+        self._taken.set()
+        self._batches.put(None)  # wakes the thread if it waits for a batch
         self._thread.join()
 
     def wait(self) -> None:
-        """Until the training and the adds given end (the result unused)."""
+        """Until the training and the add under way end (the result unused)."""
         self._end()
 
     def result(self) -> Any:
