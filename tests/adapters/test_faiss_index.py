@@ -400,3 +400,14 @@ def test_two_level_training_keeps_the_recall_of_one_k_means_over_every_list() ->
 def test_coarse_training_is_checked() -> None:
     with pytest.raises(ValueError, match="coarse"):
         FaissIncidentIndex(32, coarse="three-level")
+
+
+def test_a_two_level_index_trained_on_its_thread_is_the_one_built_on_every_core() -> None:
+    vectors = _vectors(26_000, seed=3)
+    before = FaissIncidentIndex(32, approximate_threshold=25_000)
+    _in_batches(before, vectors, 1000)  # exact first, then trained and built on every core
+    filled = FaissIncidentIndex(32, approximate_threshold=25_000)
+    with filled.filling(26_000):  # trained on its own thread, on one OpenMP thread
+        _in_batches(filled, vectors, 1000)
+    assert before._index.nlist == filled._index.nlist == TWO_LEVEL_FROM
+    assert _bytes(filled) == _bytes(before)
