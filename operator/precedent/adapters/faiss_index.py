@@ -538,20 +538,12 @@ def list_shares(sizes: npt.NDArray[np.int64], lists: int) -> npt.NDArray[np.int6
         raise ValueError(f"{lists} lists for {total} points")
     if not lists:
         return np.zeros(len(sizes), dtype=np.int64)
-    exact = sizes * (lists / total)
-    shares: npt.NDArray[np.int64] = np.minimum(np.floor(exact).astype(np.int64), sizes)
+    product = sizes.astype(np.int64) * lists
+    shares: npt.NDArray[np.int64] = product // total
+    # The largest remainders take one more each: a group with a remainder is below its
+    # points, and there are at least as many of them as lists left.
     left = lists - int(shares.sum())
-    # The largest remainders first; a group that holds as many lists as points is passed by.
-    for group in np.argsort(-(exact - shares), kind="stable"):
-        if left == 0:
-            break
-        if shares[group] < sizes[group]:
-            shares[group] += 1
-            left -= 1
-    while left:  # every remainder is taken: the groups with room left take one more each
-        for group in np.flatnonzero(shares < sizes)[:left]:
-            shares[group] += 1
-            left -= 1
+    shares[np.argsort(-(product % total), kind="stable")[:left]] += 1
     return shares
 
 
